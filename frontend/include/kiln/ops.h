@@ -1,0 +1,88 @@
+#pragma once
+/// @file ops.h
+/// The op library as free functions (torch:: style). Binary ops broadcast with
+/// NumPy rules and promote dtypes (see promote_types); every operand must be on
+/// one device, or the op throws naming both devices.
+///
+///   auto y = kiln::where(x > 0, x, 0.1 * x);                 // leaky relu
+///   auto p = kiln::matmul(a, b.transpose(-1, -2));           // batched, broadcast
+///   auto z = kiln::cat({x, y}, /*dim=*/1);
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+// -- elementwise, unary --------------------------------------------------------------
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+/// approximate: "none" (exact, erf) or "tanh".
+Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+Tensor logical_not(const Tensor& x);
+/// At least one bound must be given; NaN stays NaN.
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+
+// -- elementwise, binary (broadcasting) ----------------------------------------------
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+/// True division: integer operands give float32.
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, Scalar b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+/// condition ? a : b, elementwise; `condition` must be bool.
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& condition, const Tensor& a, Scalar b);
+Tensor where(const Tensor& condition, Scalar a, const Tensor& b);
+/// True when every element pair satisfies |a - b| <= atol + rtol * |b| (NaNs unequal).
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
+
+// -- reductions -----------------------------------------------------------------------
+Tensor sum(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+Tensor prod(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+Tensor amax(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor var(const Tensor& x, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false);
+
+// -- linear algebra -------------------------------------------------------------------
+/// torch.matmul: 1-D·1-D is a dot product, 2-D·2-D a matrix product, and higher
+/// ranks are batched with broadcasting of the batch dimensions.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// -- joining and indexing ----------------------------------------------------------
+/// Concatenates along `dim`; all shapes must agree elsewhere; dtypes are promoted.
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+/// Joins along a new dimension `dim`; all shapes must be equal.
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+/// Picks the entries `index` (1-D, int64 or int32) along `dim`.
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+/// torch.gather: y[i][j] = x[index[i][j]][j] for dim 0, and so on.
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+
+}  // namespace kiln

@@ -1,0 +1,35 @@
+#pragma once
+/// @file random.h
+/// Random numbers. Kiln has one process-wide generator: a 64-bit seed and an offset
+/// into the Philox4x32-10 stream (api/OPS.md). Every backend maps (seed, offset,
+/// element) to the same number, so a seed gives the same tensors on every device.
+///
+///   kiln::manual_seed(42);
+///   auto a = kiln::randn({3});          // same values on cpu and cuda
+///   auto b = kiln::rand({2, 2}, kiln::TensorOptions().device("cuda"));
+
+#include <cstdint>
+
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+/// Resets the generator: seed = `seed`, offset = 0.
+void manual_seed(uint64_t seed);
+
+/// A snapshot of the generator, to save and restore (e.g. in a checkpoint).
+struct GeneratorState {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+};
+GeneratorState generator_state();
+void set_generator_state(const GeneratorState& state);
+
+/// Uniform on [low, high) (float dtypes only).
+Tensor rand(IntArrayRef shape, TensorOptions options = {});
+Tensor uniform(IntArrayRef shape, double low, double high, TensorOptions options = {});
+/// Normal with mean 0 and standard deviation 1 (float dtypes only).
+Tensor randn(IntArrayRef shape, TensorOptions options = {});
+Tensor normal(IntArrayRef shape, double mean, double std, TensorOptions options = {});
+
+}  // namespace kiln

@@ -1,0 +1,96 @@
+#pragma once
+/// @file runtime.h
+/// What Kiln loaded and how it is doing: plugins, devices, rejected plugin
+/// candidates, memory statistics and the CPU-fallback report. kiln-info prints
+/// all of it.
+///
+/// Plugins are discovered on first use: every folder in KILN_PLUGIN_PATH (colon-
+/// separated), then the folder kiln/plugins beside libkiln. Each file named
+/// libkiln_<name>.so is opened with RTLD_NOW | RTLD_LOCAL and never unloaded. A
+/// candidate that fails (not a library, no entry symbol, ABI major mismatch, init
+/// error, a table too small, a duplicate name) is recorded with its reason and
+/// skipped; the others load regardless.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kiln/device.h"
+
+namespace kiln {
+
+/// "0.1.0"
+std::string version();
+/// "1.0": the ABI this libkiln speaks.
+std::string abi_version();
+
+struct DeviceInfo {
+  Device device;
+  std::string name;
+  std::string kind;  ///< "cpu", "gpu", "accelerator"
+  int compute_capability_major = 0;
+  int compute_capability_minor = 0;
+  int multiprocessor_count = 0;
+  uint64_t total_memory_bytes = 0;
+  uint64_t free_memory_bytes = 0;
+};
+
+struct PluginInfo {
+  std::string name;
+  std::string version;
+  std::string path;
+  uint32_t abi_major = 0;
+  uint32_t abi_minor = 0;
+  std::string description;  ///< the plugin's own diagnostics (may be empty)
+  std::vector<DeviceInfo> devices;
+};
+
+struct PluginLoadFailure {
+  std::string path;
+  std::string reason;
+};
+
+/// The folders searched, in order.
+std::vector<std::string> plugin_search_path();
+/// Every plugin that loaded, in load order.
+std::vector<PluginInfo> loaded_plugins();
+/// Every candidate that did not load, with the reason.
+std::vector<PluginLoadFailure> plugin_load_failures();
+
+struct MemoryStats {
+  uint64_t bytes_in_use = 0;
+  uint64_t bytes_reserved = 0;
+  uint64_t peak_bytes_in_use = 0;
+  uint64_t num_allocations = 0;
+  uint64_t num_system_allocations = 0;
+};
+MemoryStats memory_stats(const Device& device);
+/// Returns the device allocator's cached memory to the system (if it caches).
+void empty_cache(const Device& device);
+
+/// One row per (op, device) that ran on the CPU plugin because the device's plugin
+/// lacks the kernel or declined these arguments.
+struct FallbackEntry {
+  std::string op;      ///< "kiln.gather"
+  std::string device;  ///< "acme:0"
+  uint64_t calls = 0;
+  double seconds = 0;  ///< wall time including the copies
+  uint64_t bytes_moved = 0;
+};
+struct FallbackReport {
+  std::vector<FallbackEntry> entries;
+  bool empty() const { return entries.empty(); }
+  /// A table, one line per entry, or "no CPU fallbacks".
+  std::string str() const;
+};
+FallbackReport fallback_report();
+void reset_fallback_report();
+
+/// Allow: a missing kernel runs on the CPU plugin and is counted. Error: it throws
+/// kiln::Error naming the op and the device instead (for plugin authors and CI).
+/// The initial mode comes from KILN_FALLBACK ("allow", the default, or "error").
+enum class FallbackMode { Allow, Error };
+void set_fallback_mode(FallbackMode mode);
+FallbackMode fallback_mode();
+
+}  // namespace kiln

@@ -1,0 +1,245 @@
+#pragma once
+/// @file tensor.h
+/// kiln::Tensor: a cheap, reference-counted handle to a strided view of device
+/// memory, in the manner of torch::Tensor.
+///
+///   auto x = kiln::randn({64, 784});                       // default device
+///   auto w = kiln::zeros({784, 10}, kiln::TensorOptions().device("cuda"));
+///   auto y = kiln::matmul(x.to(w.device()), w).relu();     // runs on cuda:0
+///   std::cout << y.sum().item<float>() << "\n";            // host read: syncs
+///
+/// Copying a Tensor copies the handle, not the data. Views (`reshape`, `transpose`,
+/// `narrow`, `expand`, ...) share storage with their base; writes through one are
+/// seen by the other. Every op checks its arguments and throws kiln::Error naming
+/// the op, the shapes, dtypes and devices involved; after a throw, no existing
+/// tensor has changed. Ops on one device run asynchronously in program order; only
+/// host reads (`item`, `to_vector`, `to("cpu")`, printing) wait for them.
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/device.h"
+#include "kiln/dtype.h"
+#include "kiln/int_array_ref.h"
+#include "kiln/scalar.h"
+
+namespace kiln {
+
+namespace detail {
+struct TensorImpl;
+}
+
+/// Where and as what a new tensor is created; chainable, with the defaults in one
+/// place: dtype float32, device default_device().
+///
+///   kiln::zeros({3}, kiln::TensorOptions().dtype(kiln::int64).device("cpu:1"));
+struct TensorOptions {
+  TensorOptions() = default;
+  TensorOptions(DType dtype) : dtype_(dtype) {}            // NOLINT: zeros({2}, kiln::int64)
+  TensorOptions(const Device& device) : device_(device) {}  // NOLINT
+  TensorOptions(const char* device) : device_(Device(device)) {}  // NOLINT
+
+  TensorOptions& dtype(DType d) { dtype_ = d; return *this; }
+  TensorOptions& device(const Device& d) { device_ = d; return *this; }
+  /// The named dtype, or float32 when none was named.
+  DType dtype() const { return dtype_.value_or(DType::Float32); }
+  bool has_dtype() const { return dtype_.has_value(); }
+  /// The named device, or default_device() when none was named.
+  Device device() const;
+  bool has_device() const { return device_.has_value(); }
+
+ private:
+  std::optional<DType> dtype_;
+  std::optional<Device> device_;
+};
+
+class Tensor {
+ public:
+  /// An undefined tensor: defined() is false and every op on it throws.
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<detail::TensorImpl> impl);
+
+  bool defined() const { return impl_ != nullptr; }
+
+  // -- metadata ------------------------------------------------------------------
+  DType dtype() const;
+  Device device() const;
+  IntArrayRef shape() const;
+  IntArrayRef sizes() const { return shape(); }
+  /// Size of dimension `dim`; negative dims count from the end.
+  int64_t size(int64_t dim) const;
+  IntArrayRef strides() const;
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const;
+  int64_t numel() const;
+  /// Offset of the first element in its storage, in elements.
+  int64_t storage_offset() const;
+  size_t element_size() const;
+  bool is_contiguous() const;
+  /// True when both handles view the same storage (not necessarily the same elements).
+  bool shares_storage_with(const Tensor& other) const;
+
+  // -- views (share storage) -----------------------------------------------------
+  /// One dimension may be -1 (inferred). Returns a view when the strides allow,
+  /// otherwise a contiguous copy (as torch.reshape).
+  Tensor reshape(IntArrayRef shape) const;
+  /// Like reshape but never copies: throws when the strides do not allow a view.
+  Tensor view(IntArrayRef shape) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  /// transpose(0, 1) of a ≤2-D tensor.
+  Tensor t() const;
+  Tensor permute(IntArrayRef dims) const;
+  /// Elements [start, end) with `step` (> 0) along `dim`; start/end are clamped and
+  /// may be negative (from the end), as Python slicing.
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  /// `length` elements from `start` along `dim`; out of range throws.
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  /// The `index`-th sub-tensor along `dim` (rank drops by one).
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  /// Broadcasts size-1 dimensions (and adds leading ones) without copying; -1
+  /// keeps a size.
+  Tensor expand(IntArrayRef shape) const;
+  Tensor expand_as(const Tensor& other) const { return expand(other.shape()); }
+
+  // -- copies and conversion -----------------------------------------------------
+  /// This tensor if already contiguous, else a contiguous copy.
+  Tensor contiguous() const;
+  /// A contiguous copy on the same device.
+  Tensor clone() const;
+  /// Copies to `device` (this tensor itself when already there).
+  Tensor to(const Device& device) const;
+  Tensor to(const char* device) const { return to(Device(device)); }
+  /// Converts to `dtype` (this tensor itself when already of it).
+  Tensor to(DType dtype) const;
+  /// The only element as T (float, double, int32_t, int64_t, uint8_t, bool);
+  /// throws unless numel() == 1. Waits for pending work.
+  template <typename T>
+  T item() const;
+  /// All elements in row-major order, converted to T. Waits for pending work.
+  template <typename T>
+  std::vector<T> to_vector() const;
+
+  // -- in place (return *this) ------------------------------------------------------
+  /// Copies `src` (broadcast to this shape, converted to this dtype, from any device).
+  Tensor& copy_(const Tensor& src);
+  Tensor& fill_(Scalar value);
+  Tensor& zero_() { return fill_(0); }
+  Tensor& add_(const Tensor& other);
+  Tensor& add_(Scalar other);
+  Tensor& sub_(const Tensor& other);
+  Tensor& sub_(Scalar other);
+  Tensor& mul_(const Tensor& other);
+  Tensor& mul_(Scalar other);
+  Tensor& div_(const Tensor& other);
+  Tensor& div_(Scalar other);
+
+  // -- elementwise -------------------------------------------------------------------
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  /// approximate: "none" (erf) or "tanh".
+  Tensor gelu(const std::string& approximate = "none") const;
+  Tensor logical_not() const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor pow(Scalar exponent) const;
+  Tensor clamp(std::optional<double> min, std::optional<double> max) const;
+
+  // -- reductions (dims may be negative; an empty list reduces every dim) ------------
+  Tensor sum(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor mean(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor prod(IntArrayRef dims = {}, bool keepdim = false) const;
+  /// Largest / smallest values over `dims` (PyTorch's amax / amin).
+  Tensor max(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor min(IntArrayRef dims = {}, bool keepdim = false) const;
+  /// Index of the first largest value along `dim`, or in the flattened tensor.
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  /// Variance with Bessel's correction by default (correction = 1).
+  Tensor var(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
+
+  Tensor matmul(const Tensor& other) const;
+
+  /// Internal: the implementation object (for the frontend's own code).
+  const std::shared_ptr<detail::TensorImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<detail::TensorImpl> impl_;
+};
+
+// -- creation ------------------------------------------------------------------------
+/// Uninitialized memory.
+Tensor empty(IntArrayRef shape, TensorOptions options = {});
+Tensor zeros(IntArrayRef shape, TensorOptions options = {});
+Tensor ones(IntArrayRef shape, TensorOptions options = {});
+Tensor full(IntArrayRef shape, Scalar value, TensorOptions options = {});
+Tensor empty_like(const Tensor& t);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor full_like(const Tensor& t, Scalar value);
+/// start, start+step, ... < end (as torch.arange). Without a dtype in the options
+/// the result is int64 when every bound is an integer, else float32:
+///   kiln::arange(5)              // int64 [0, 1, 2, 3, 4]
+///   kiln::arange(0.0, 1.0, 0.25) // float32 [0, 0.25, 0.5, 0.75]
+Tensor arange(Scalar end, TensorOptions options = {});
+Tensor arange(Scalar start, Scalar end, Scalar step = 1, TensorOptions options = {});
+/// `steps` evenly spaced values from start to end, both included.
+Tensor linspace(double start, double end, int64_t steps, TensorOptions options = {});
+/// A tensor holding `values` with `shape` (default: 1-D); the dtype is T's unless
+/// the options name another (then converted), e.g.
+///   kiln::from_vector<float>({1, 2, 3, 4}, {2, 2})
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, IntArrayRef shape = {},
+                   TensorOptions options = TensorOptions(dtype_of<T>()));
+/// A 0-d tensor.
+Tensor scalar_tensor(Scalar value, TensorOptions options = {});
+
+// -- operators -----------------------------------------------------------------------
+Tensor operator-(const Tensor& a);
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, Scalar b);
+Tensor operator-(const Tensor& a, Scalar b);
+Tensor operator*(const Tensor& a, Scalar b);
+Tensor operator/(const Tensor& a, Scalar b);
+Tensor operator+(Scalar a, const Tensor& b);
+Tensor operator-(Scalar a, const Tensor& b);
+Tensor operator*(Scalar a, const Tensor& b);
+Tensor operator/(Scalar a, const Tensor& b);
+/// Elementwise comparisons giving bool tensors (as torch).
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, Scalar b);
+Tensor operator!=(const Tensor& a, Scalar b);
+Tensor operator<(const Tensor& a, Scalar b);
+Tensor operator<=(const Tensor& a, Scalar b);
+Tensor operator>(const Tensor& a, Scalar b);
+Tensor operator>=(const Tensor& a, Scalar b);
+
+/// Prints like PyTorch: `tensor([[1., 2.], [3., 4.]], device='cuda:0', dtype=float64)`
+/// (long tensors are summarized with "...").
+std::ostream& operator<<(std::ostream& out, const Tensor& t);
+
+}  // namespace kiln

@@ -1,0 +1,300 @@
+// kiln::Tensor: metadata and views. Views never touch device memory: they build
+// new shape/stride/offset metadata over the same Storage.
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/tensor_impl.h"
+#include "kiln/error.h"
+#include "ops/common.h"
+#include "runtime/registry.h"
+
+namespace kiln {
+
+using detail::impl_of;
+using detail::SmallDims;
+using detail::wrap_dim;
+
+Tensor::Tensor(std::shared_ptr<detail::TensorImpl> impl) : impl_(std::move(impl)) {}
+
+DType Tensor::dtype() const { return impl_of(*this, "dtype").dtype; }
+Device Tensor::device() const { return impl_of(*this, "device").device()->device(); }
+IntArrayRef Tensor::shape() const {
+  const auto& s = impl_of(*this, "shape").shape;
+  return {s.data(), s.size()};
+}
+IntArrayRef Tensor::strides() const {
+  const auto& s = impl_of(*this, "strides").strides;
+  return {s.data(), s.size()};
+}
+int64_t Tensor::size(int64_t d) const {
+  const auto& impl = impl_of(*this, "size");
+  return impl.shape[static_cast<size_t>(wrap_dim(d, impl.dim(), "size"))];
+}
+int64_t Tensor::stride(int64_t d) const {
+  const auto& impl = impl_of(*this, "stride");
+  return impl.strides[static_cast<size_t>(wrap_dim(d, impl.dim(), "stride"))];
+}
+int64_t Tensor::dim() const { return impl_of(*this, "dim").dim(); }
+int64_t Tensor::numel() const { return impl_of(*this, "numel").numel; }
+int64_t Tensor::storage_offset() const { return impl_of(*this, "storage_offset").offset; }
+size_t Tensor::element_size() const { return impl_of(*this, "element_size").itemsize(); }
+bool Tensor::is_contiguous() const { return impl_of(*this, "is_contiguous").is_contiguous(); }
+bool Tensor::shares_storage_with(const Tensor& other) const {
+  return defined() && other.defined() && impl_->storage == other.impl_->storage;
+}
+
+// -- reshape and view ---------------------------------------------------------------
+
+namespace {
+
+SmallDims infer_shape(IntArrayRef shape, int64_t numel, const char* op) {
+  SmallDims out(shape.begin(), shape.end());
+  int64_t known = 1;
+  int infer = -1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      KILN_CHECK(infer < 0, op, ": only one dimension can be -1, got ", shape);
+      infer = static_cast<int>(i);
+    } else {
+      KILN_CHECK(out[i] >= 0, op, ": invalid size ", out[i], " in shape ", shape);
+      known *= out[i];
+    }
+  }
+  if (infer >= 0) {
+    KILN_CHECK(known != 0 && numel % known == 0, op, ": shape ", shape,
+               " is invalid for a tensor of ", numel, " elements");
+    out[static_cast<size_t>(infer)] = numel / known;
+  } else {
+    KILN_CHECK(known == numel, op, ": shape ", shape, " is invalid for a tensor of ", numel,
+               " elements");
+  }
+  return out;
+}
+
+// Strides for viewing (shape, strides) as new_shape without copying, if possible.
+// Walks the old dims from the innermost, grouping them into chunks that are
+// contiguous with one another; each chunk must be covered exactly by a run of new
+// dims, which then get strides based on the chunk's innermost stride.
+bool view_strides(IntArrayRef shape, IntArrayRef strides, IntArrayRef new_shape,
+                  SmallDims& out) {
+  out.assign(new_shape.size(), 0);
+  int64_t numel = 1;
+  for (int64_t s : shape) numel *= s;
+  if (numel == 0 || shape.empty()) {
+    out = detail::contiguous_strides(new_shape);
+    return true;
+  }
+  int64_t view_d = static_cast<int64_t>(new_shape.size()) - 1;
+  int64_t chunk_base_stride = strides[shape.size() - 1];
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    tensor_numel *= shape[d];
+    bool chunk_ends = d == 0 || (shape[d - 1] != 1 &&
+                                 strides[d - 1] != tensor_numel * chunk_base_stride);
+    if (!chunk_ends) continue;
+    while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
+      out[view_d] = view_numel * chunk_base_stride;
+      view_numel *= new_shape[view_d];
+      --view_d;
+    }
+    if (view_numel != tensor_numel) return false;
+    if (d > 0) {
+      chunk_base_stride = strides[d - 1];
+      tensor_numel = 1;
+      view_numel = 1;
+    }
+  }
+  return view_d == -1;
+}
+
+}  // namespace
+
+Tensor Tensor::view(IntArrayRef shape) const {
+  const auto& impl = impl_of(*this, "view");
+  SmallDims new_shape = infer_shape(shape, impl.numel, "view");
+  SmallDims strides;
+  KILN_CHECK(view_strides(this->shape(), this->strides(), new_shape, strides),
+             "view: shape ", this->shape(), " with strides ", this->strides(),
+             " cannot be viewed as ", IntArrayRef(new_shape),
+             " without a copy; use reshape() (which copies when it must)");
+  return detail::make_view(*this, new_shape, strides, impl.offset);
+}
+
+Tensor Tensor::reshape(IntArrayRef shape) const {
+  const auto& impl = impl_of(*this, "reshape");
+  SmallDims new_shape = infer_shape(shape, impl.numel, "reshape");
+  SmallDims strides;
+  if (view_strides(this->shape(), this->strides(), new_shape, strides))
+    return detail::make_view(*this, new_shape, strides, impl.offset);
+  return contiguous().view(new_shape);
+}
+
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
+  const auto& impl = impl_of(*this, "flatten");
+  if (impl.dim() == 0) return reshape({1});
+  int64_t s = wrap_dim(start_dim, impl.dim(), "flatten");
+  int64_t e = wrap_dim(end_dim, impl.dim(), "flatten");
+  KILN_CHECK(s <= e, "flatten: start_dim ", start_dim, " comes after end_dim ", end_dim);
+  SmallDims shape;
+  for (int64_t i = 0; i < s; ++i) shape.push_back(impl.shape[i]);
+  int64_t merged = 1;
+  for (int64_t i = s; i <= e; ++i) merged *= impl.shape[i];
+  shape.push_back(merged);
+  for (int64_t i = e + 1; i < impl.dim(); ++i) shape.push_back(impl.shape[i]);
+  return reshape(shape);
+}
+
+// -- dimension permutations ----------------------------------------------------------
+
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  const auto& impl = impl_of(*this, "transpose");
+  if (impl.dim() == 0) return *this;
+  d0 = wrap_dim(d0, impl.dim(), "transpose");
+  d1 = wrap_dim(d1, impl.dim(), "transpose");
+  SmallDims shape = impl.shape, strides = impl.strides;
+  std::swap(shape[d0], shape[d1]);
+  std::swap(strides[d0], strides[d1]);
+  return detail::make_view(*this, shape, strides, impl.offset);
+}
+
+Tensor Tensor::t() const {
+  const auto& impl = impl_of(*this, "t");
+  KILN_CHECK(impl.dim() <= 2, "t: expected a tensor with at most 2 dimensions, got ", impl.dim(),
+             "-D (use transpose(dim0, dim1))");
+  return impl.dim() < 2 ? *this : transpose(0, 1);
+}
+
+Tensor Tensor::permute(IntArrayRef dims) const {
+  const auto& impl = impl_of(*this, "permute");
+  KILN_CHECK(static_cast<int64_t>(dims.size()) == impl.dim(), "permute: got ", dims.size(),
+             " dims ", dims, " for a ", impl.dim(), "-D tensor");
+  SmallDims shape(dims.size()), strides(dims.size());
+  std::vector<bool> seen(dims.size(), false);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = wrap_dim(dims[i], impl.dim(), "permute");
+    KILN_CHECK(!seen[d], "permute: dimension ", d, " appears twice in ", dims);
+    seen[d] = true;
+    shape[i] = impl.shape[d];
+    strides[i] = impl.strides[d];
+  }
+  return detail::make_view(*this, shape, strides, impl.offset);
+}
+
+// -- slicing ---------------------------------------------------------------------------
+
+Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
+  const auto& impl = impl_of(*this, "slice");
+  KILN_CHECK(impl.dim() > 0, "slice: cannot slice a 0-d tensor");
+  dim = wrap_dim(dim, impl.dim(), "slice");
+  KILN_CHECK(step > 0, "slice: step must be positive, got ", step);
+  int64_t n = impl.shape[dim];
+  auto clampi = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+  start = clampi(start);
+  end = std::max(clampi(end), start);
+  SmallDims shape = impl.shape, strides = impl.strides;
+  shape[dim] = (end - start + step - 1) / step;
+  strides[dim] *= step;
+  return detail::make_view(*this, shape, strides, impl.offset + start * impl.strides[dim]);
+}
+
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
+  const auto& impl = impl_of(*this, "narrow");
+  KILN_CHECK(impl.dim() > 0, "narrow: cannot narrow a 0-d tensor");
+  dim = wrap_dim(dim, impl.dim(), "narrow");
+  int64_t n = impl.shape[dim];
+  if (start < 0) start += n;
+  KILN_CHECK(start >= 0 && length >= 0 && start + length <= n, "narrow: range [", start, ", ",
+             start + length, ") is out of bounds for dimension ", dim, " of size ", n);
+  SmallDims shape = impl.shape;
+  shape[dim] = length;
+  return detail::make_view(*this, shape, impl.strides, impl.offset + start * impl.strides[dim]);
+}
+
+Tensor Tensor::select(int64_t dim, int64_t index) const {
+  const auto& impl = impl_of(*this, "select");
+  KILN_CHECK(impl.dim() > 0, "select: cannot select from a 0-d tensor");
+  dim = wrap_dim(dim, impl.dim(), "select");
+  int64_t n = impl.shape[dim];
+  KILN_CHECK(index >= -n && index < n, "select: index ", index,
+             " is out of range for dimension ", dim, " of size ", n);
+  if (index < 0) index += n;
+  SmallDims shape = impl.shape, strides = impl.strides;
+  shape.erase(shape.begin() + dim);
+  strides.erase(strides.begin() + dim);
+  return detail::make_view(*this, shape, strides, impl.offset + index * impl.strides[dim]);
+}
+
+Tensor Tensor::squeeze() const {
+  const auto& impl = impl_of(*this, "squeeze");
+  SmallDims shape, strides;
+  for (size_t i = 0; i < impl.shape.size(); ++i) {
+    if (impl.shape[i] == 1) continue;
+    shape.push_back(impl.shape[i]);
+    strides.push_back(impl.strides[i]);
+  }
+  return detail::make_view(*this, shape, strides, impl.offset);
+}
+
+Tensor Tensor::squeeze(int64_t dim) const {
+  const auto& impl = impl_of(*this, "squeeze");
+  if (impl.dim() == 0) return *this;
+  dim = wrap_dim(dim, impl.dim(), "squeeze");
+  if (impl.shape[dim] != 1) return *this;
+  SmallDims shape = impl.shape, strides = impl.strides;
+  shape.erase(shape.begin() + dim);
+  strides.erase(strides.begin() + dim);
+  return detail::make_view(*this, shape, strides, impl.offset);
+}
+
+Tensor Tensor::unsqueeze(int64_t dim) const {
+  const auto& impl = impl_of(*this, "unsqueeze");
+  dim = wrap_dim(dim, impl.dim() + 1, "unsqueeze");
+  SmallDims shape = impl.shape, strides = impl.strides;
+  int64_t stride = dim < impl.dim() ? impl.shape[dim] * impl.strides[dim] : 1;
+  shape.insert(shape.begin() + dim, 1);
+  strides.insert(strides.begin() + dim, stride);
+  return detail::make_view(*this, shape, strides, impl.offset);
+}
+
+Tensor Tensor::expand(IntArrayRef shape) const {
+  const auto& impl = impl_of(*this, "expand");
+  int64_t n = static_cast<int64_t>(shape.size());
+  KILN_CHECK(n >= impl.dim(), "expand: cannot expand shape ", this->shape(), " to ", shape,
+             " (fewer dimensions)");
+  SmallDims out_shape(n), out_strides(n);
+  for (int64_t i = n - 1; i >= 0; --i) {
+    int64_t src = i - (n - impl.dim());
+    int64_t want = shape[i];
+    if (src < 0) {
+      KILN_CHECK(want >= 0, "expand: size -1 is not allowed for a new leading dimension in ",
+                 shape);
+      out_shape[i] = want;
+      out_strides[i] = 0;
+      continue;
+    }
+    int64_t have = impl.shape[src];
+    if (want == -1) want = have;
+    KILN_CHECK(have == want || have == 1, "expand: the expanded size ", want,
+               " must match the existing size ", have, " at dimension ", i, " (shape ",
+               this->shape(), " to ", shape, ")");
+    out_shape[i] = want;
+    out_strides[i] = have == want ? impl.strides[src] : 0;
+  }
+  return detail::make_view(*this, out_shape, out_strides, impl.offset);
+}
+
+// -- copies ----------------------------------------------------------------------------
+
+Tensor Tensor::contiguous() const {
+  return impl_of(*this, "contiguous").is_contiguous() ? *this : clone();
+}
+
+Tensor Tensor::clone() const {
+  const auto& impl = impl_of(*this, "clone");
+  Tensor out = detail::make_tensor(impl.device(), shape(), impl.dtype);
+  detail::dispatch(detail::OpId::copy, {impl_.get()}, {out.impl().get()});
+  return out;
+}
+
+}  // namespace kiln

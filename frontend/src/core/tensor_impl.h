@@ -1,0 +1,64 @@
+#pragma once
+// The data behind a kiln::Tensor handle: a shared Storage (one device allocation)
+// plus the view's shape, strides (elements) and offset. Internal to libkiln.
+
+#include <boost/container/small_vector.hpp>
+#include <cstdint>
+#include <memory>
+
+#include "kiln/c_api.h"
+#include "kiln/dtype.h"
+#include "kiln/tensor.h"
+
+namespace kiln::detail {
+
+using SmallDims = boost::container::small_vector<int64_t, 6>;
+
+class DeviceContext;
+
+/// One allocation on one device. Freed through the plugin when the last view goes.
+struct Storage {
+  Storage(DeviceContext* device, kiln_buffer* buffer, void* data, size_t bytes)
+      : device(device), buffer(buffer), data(data), bytes(bytes) {}
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  DeviceContext* const device;
+  kiln_buffer* const buffer;
+  void* const data;
+  const size_t bytes;
+};
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  SmallDims shape;
+  SmallDims strides;
+  int64_t offset = 0;  // in elements
+  int64_t numel = 1;
+  DType dtype = DType::Float32;
+
+  DeviceContext* device() const { return storage->device; }
+  int64_t dim() const { return static_cast<int64_t>(shape.size()); }
+  size_t itemsize() const { return kiln_dtype_size(static_cast<int32_t>(dtype)); }
+  bool is_contiguous() const;
+  /// True when two elements share a memory location (a stride 0 over size > 1).
+  bool has_internal_overlap() const;
+  /// Byte range [first, last) of storage the view can touch (empty when numel 0).
+  std::pair<int64_t, int64_t> byte_extent() const;
+};
+
+/// Row-major strides for `shape`.
+SmallDims contiguous_strides(IntArrayRef shape);
+/// Product of the sizes; throws on overflow or negative sizes.
+int64_t checked_numel(IntArrayRef shape, const char* op);
+
+/// A new contiguous tensor on `device` (memory uninitialized).
+Tensor make_tensor(DeviceContext* device, IntArrayRef shape, DType dtype);
+/// A view of `base`'s storage with new metadata.
+Tensor make_view(const Tensor& base, IntArrayRef shape, IntArrayRef strides, int64_t offset);
+
+/// The impl of a defined tensor; throws naming `op` for an undefined one.
+const TensorImpl& impl_of(const Tensor& t, const char* op);
+
+}  // namespace kiln::detail

@@ -1,0 +1,70 @@
+#include "ops/common.h"
+
+#include <sstream>
+
+#include "runtime/registry.h"
+
+namespace kiln::detail {
+
+int64_t wrap_dim(int64_t dim, int64_t rank, const char* op) {
+  int64_t lo = rank == 0 ? -1 : -rank, hi = rank == 0 ? 0 : rank - 1;
+  KILN_CHECK(dim >= lo && dim <= hi, op, ": dimension ", dim, " is out of range for a ", rank,
+             "-D tensor (expected ", lo, " to ", hi, ")");
+  return dim < 0 ? dim + std::max<int64_t>(rank, 1) : dim;
+}
+
+void check_same_device(const char* op, std::initializer_list<const Tensor*> tensors) {
+  const TensorImpl* first = nullptr;
+  for (const Tensor* t : tensors) {
+    const TensorImpl& impl = impl_of(*t, op);
+    if (!first) {
+      first = &impl;
+    } else if (impl.device() != first->device()) {
+      KILN_FAIL(op, ": expected all tensors on one device, but got ", first->device()->name(),
+                " and ", impl.device()->name(), " (move one with .to(device))");
+    }
+  }
+}
+
+std::string shape_str(IntArrayRef shape) {
+  std::ostringstream out;
+  out << shape;
+  return out.str();
+}
+
+SmallDims broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
+  size_t n = std::max(a.size(), b.size());
+  SmallDims out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    KILN_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", a, " and ", b,
+               " cannot be broadcast (dimension ", i, ": ", da, " vs ", db, ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Tensor expand_to(const Tensor& t, IntArrayRef shape) {
+  if (t.shape() == shape) return t;
+  return t.expand(shape);
+}
+
+Tensor cast(const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype) return t;
+  Tensor out = make_tensor(t.impl()->device(), t.shape(), dtype);
+  dispatch(OpId::copy, {t.impl().get()}, {out.impl().get()});
+  return out;
+}
+
+Tensor empty_on(const Tensor& like, IntArrayRef shape, DType dtype) {
+  return make_tensor(like.impl()->device(), shape, dtype);
+}
+
+Tensor scalar_on(const Tensor& like, Scalar value, DType dtype) {
+  Tensor out = make_tensor(like.impl()->device(), {}, dtype);
+  out.fill_(value);
+  return out;
+}
+
+}  // namespace kiln::detail

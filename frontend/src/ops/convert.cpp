@@ -1,0 +1,131 @@
+// Moving data: between devices (to), between dtypes (to, copy_), and to the host
+// (item, to_vector). Host reads go through the plugin's device-to-host copy, which
+// returns only when the data is there: that is Kiln's one synchronization point.
+
+#include <cstring>
+#include <memory>
+
+#include "kiln/ops.h"
+#include "ops/common.h"
+#include "runtime/registry.h"
+
+namespace kiln {
+
+namespace {
+
+void* element_ptr(const detail::TensorImpl& t) {
+  return static_cast<char*>(t.storage->data) + t.offset * static_cast<int64_t>(t.itemsize());
+}
+
+// Copies `bytes` contiguous bytes between devices of any plugins. CPU-plugin memory
+// is host memory, so one side being the CPU plugin needs a single copy; two
+// non-CPU devices are staged through a host buffer.
+void transfer(detail::DeviceContext* src, const void* src_ptr, detail::DeviceContext* dst,
+              void* dst_ptr, size_t bytes) {
+  if (bytes == 0) return;
+  if (src == dst) {
+    dst->copy(KILN_COPY_DEVICE_TO_DEVICE, dst_ptr, src_ptr, bytes);
+  } else if (src->is_cpu_plugin()) {
+    dst->copy(KILN_COPY_HOST_TO_DEVICE, dst_ptr, src_ptr, bytes);
+  } else if (dst->is_cpu_plugin()) {
+    src->copy(KILN_COPY_DEVICE_TO_HOST, dst_ptr, src_ptr, bytes);
+  } else {
+    auto staging = std::make_unique<char[]>(bytes);
+    src->copy(KILN_COPY_DEVICE_TO_HOST, staging.get(), src_ptr, bytes);
+    dst->copy(KILN_COPY_HOST_TO_DEVICE, dst_ptr, staging.get(), bytes);
+  }
+}
+
+// Reads a contiguous tensor's bytes to host memory.
+void read_to_host(const Tensor& contiguous, void* dst) {
+  const auto& impl = *contiguous.impl();
+  size_t bytes = static_cast<size_t>(impl.numel) * impl.itemsize();
+  if (bytes == 0) return;
+  impl.device()->copy(KILN_COPY_DEVICE_TO_HOST, dst, element_ptr(impl), bytes);
+}
+
+}  // namespace
+
+Tensor Tensor::to(const Device& device) const {
+  const auto& impl = detail::impl_of(*this, "to");
+  detail::DeviceContext* dst = detail::Registry::get().resolve(device);
+  if (dst == impl.device()) return *this;
+  Tensor src = contiguous();
+  Tensor out = detail::make_tensor(dst, shape(), impl.dtype);
+  transfer(impl.device(), element_ptr(*src.impl()), dst, out.impl()->storage->data,
+           static_cast<size_t>(impl.numel) * impl.itemsize());
+  return out;
+}
+
+Tensor Tensor::to(DType dtype) const {
+  detail::impl_of(*this, "to");
+  return detail::cast(*this, dtype);
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  const auto& impl = detail::impl_of(*this, "copy_");
+  detail::impl_of(src, "copy_");
+  KILN_CHECK(!impl.has_internal_overlap(), "copy_: cannot write into a tensor whose elements "
+             "overlap (an expanded view)");
+  Tensor s = src.device() == device() ? src : src.to(device());
+  if (s.shape() != shape()) {
+    auto b = detail::broadcast_shapes(shape(), s.shape(), "copy_");
+    KILN_CHECK(IntArrayRef(b) == shape(), "copy_: source shape ", s.shape(),
+               " does not broadcast to destination shape ", shape());
+    s = s.expand(shape());
+  }
+  detail::dispatch(detail::OpId::copy, {s.impl().get()}, {&impl});
+  return *this;
+}
+
+template <typename T>
+T Tensor::item() const {
+  const auto& impl = detail::impl_of(*this, "item");
+  KILN_CHECK(impl.numel == 1, "item: the tensor has ", impl.numel,
+             " elements; item() needs exactly one (shape ", shape(), ")");
+  Tensor v = detail::cast(*this, dtype_of<T>());
+  if constexpr (std::is_same_v<T, bool>) {
+    uint8_t b = 0;
+    v.impl()->device()->copy(KILN_COPY_DEVICE_TO_HOST, &b, element_ptr(*v.impl()), 1);
+    return b != 0;
+  } else {
+    T value{};
+    v.impl()->device()->copy(KILN_COPY_DEVICE_TO_HOST, &value, element_ptr(*v.impl()), sizeof(T));
+    return value;
+  }
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  detail::impl_of(*this, "to_vector");
+  Tensor v = detail::cast(*this, dtype_of<T>()).contiguous();
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(v.numel()));
+    read_to_host(v, bytes.data());
+    return std::vector<bool>(bytes.begin(), bytes.end());
+  } else {
+    std::vector<T> out(static_cast<size_t>(v.numel()));
+    read_to_host(v, out.data());
+    return out;
+  }
+}
+
+#define KILN_INSTANTIATE(T)                       \
+  template T Tensor::item<T>() const;             \
+  template std::vector<T> Tensor::to_vector<T>() const;
+KILN_INSTANTIATE(float)
+KILN_INSTANTIATE(double)
+KILN_INSTANTIATE(int32_t)
+KILN_INSTANTIATE(int64_t)
+KILN_INSTANTIATE(uint8_t)
+KILN_INSTANTIATE(bool)
+#undef KILN_INSTANTIATE
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
+  detail::check_same_device("allclose", {&a, &b});
+  Tensor x = a.to(DType::Float64), y = b.to(DType::Float64);
+  Tensor close = (x - y).abs() <= (y.abs() * rtol + atol);
+  return close.logical_not().sum().item<int64_t>() == 0;
+}
+
+}  // namespace kiln

@@ -1,0 +1,113 @@
+// Tensor creation: allocation on the options' device, then one catalogue op
+// (fill, arange, linspace) or a host-to-device copy (from_vector).
+
+#include <cmath>
+#include <cstring>
+
+#include "kiln/ops.h"
+#include "ops/common.h"
+#include "runtime/registry.h"
+
+namespace kiln {
+
+using detail::OpId;
+
+Device TensorOptions::device() const { return device_ ? *device_ : default_device(); }
+
+namespace {
+detail::DeviceContext* context_of(const TensorOptions& options) {
+  auto& registry = detail::Registry::get();
+  return options.has_device() ? registry.resolve(options.device()) : registry.default_context();
+}
+}  // namespace
+
+Tensor empty(IntArrayRef shape, TensorOptions options) {
+  return detail::make_tensor(context_of(options), shape, options.dtype());
+}
+
+Tensor full(IntArrayRef shape, Scalar value, TensorOptions options) {
+  if (!options.has_dtype()) options.dtype(value.natural_dtype());
+  Tensor t = empty(shape, options);
+  t.fill_(value);
+  return t;
+}
+
+Tensor zeros(IntArrayRef shape, TensorOptions options) {
+  return full(shape, 0, options.dtype(options.dtype()));
+}
+Tensor ones(IntArrayRef shape, TensorOptions options) {
+  return full(shape, 1, options.dtype(options.dtype()));
+}
+
+Tensor empty_like(const Tensor& t) {
+  const auto& impl = detail::impl_of(t, "empty_like");
+  return detail::make_tensor(impl.device(), t.shape(), impl.dtype);
+}
+Tensor zeros_like(const Tensor& t) { return full_like(t, 0); }
+Tensor ones_like(const Tensor& t) { return full_like(t, 1); }
+Tensor full_like(const Tensor& t, Scalar value) {
+  Tensor out = empty_like(t);
+  out.fill_(value);
+  return out;
+}
+
+Tensor scalar_tensor(Scalar value, TensorOptions options) { return full({}, value, options); }
+
+Tensor arange(Scalar end, TensorOptions options) { return arange(0, end, 1, options); }
+
+Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
+  bool integral = start.kind() != Scalar::Kind::Floating &&
+                  end.kind() != Scalar::Kind::Floating && step.kind() != Scalar::Kind::Floating;
+  if (!options.has_dtype()) options.dtype(integral ? DType::Int64 : DType::Float32);
+  double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  KILN_CHECK(st != 0 && std::isfinite(s) && std::isfinite(e) && std::isfinite(st),
+             "arange: need finite bounds and a non-zero step, got start=", s, " end=", e,
+             " step=", st);
+  KILN_CHECK((e - s) / st >= 0 || s == e, "arange: the step ", st,
+             " moves away from the end (start=", s, ", end=", e, ")");
+  int64_t n = integral ? (end.to_int() - start.to_int() + step.to_int() - (step.to_int() > 0 ? 1 : -1)) /
+                             step.to_int()
+                       : static_cast<int64_t>(std::ceil((e - s) / st));
+  Tensor t = empty({std::max<int64_t>(n, 0)}, options);
+  detail::dispatch(OpId::arange, {}, {t.impl().get()},
+                   {detail::float_attr("start", s), detail::float_attr("step", st)});
+  return t;
+}
+
+Tensor linspace(double start, double end, int64_t steps, TensorOptions options) {
+  KILN_CHECK(steps >= 0, "linspace: the number of steps must be non-negative, got ", steps);
+  KILN_CHECK(is_floating(options.dtype()), "linspace: expected a floating dtype, got ",
+             options.dtype());
+  Tensor t = empty({steps}, options);
+  detail::dispatch(OpId::linspace, {}, {t.impl().get()},
+                   {detail::float_attr("start", start), detail::float_attr("end", end)});
+  return t;
+}
+
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, IntArrayRef shape, TensorOptions options) {
+  int64_t n = static_cast<int64_t>(values.size());
+  detail::SmallDims dims = shape.empty() ? detail::SmallDims{n}
+                                         : detail::SmallDims(shape.begin(), shape.end());
+  KILN_CHECK(detail::checked_numel(dims, "from_vector") == n, "from_vector: ", n,
+             " values do not fill shape ", IntArrayRef(dims));
+  detail::DeviceContext* device = context_of(options);
+  Tensor raw = detail::make_tensor(device, dims, dtype_of<T>());
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(values.begin(), values.end());
+    device->copy(KILN_COPY_HOST_TO_DEVICE, raw.impl()->storage->data, bytes.data(), bytes.size());
+  } else {
+    device->copy(KILN_COPY_HOST_TO_DEVICE, raw.impl()->storage->data, values.data(),
+                 values.size() * sizeof(T));
+  }
+  return detail::cast(raw, options.dtype());
+}
+
+template Tensor from_vector<float>(const std::vector<float>&, IntArrayRef, TensorOptions);
+template Tensor from_vector<double>(const std::vector<double>&, IntArrayRef, TensorOptions);
+template Tensor from_vector<int32_t>(const std::vector<int32_t>&, IntArrayRef, TensorOptions);
+template Tensor from_vector<int64_t>(const std::vector<int64_t>&, IntArrayRef, TensorOptions);
+template Tensor from_vector<uint8_t>(const std::vector<uint8_t>&, IntArrayRef, TensorOptions);
+template Tensor from_vector<bool>(const std::vector<bool>&, IntArrayRef, TensorOptions);
+
+}  // namespace kiln

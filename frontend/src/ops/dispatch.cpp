@@ -1,0 +1,286 @@
+#include "ops/dispatch.h"
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+#include "kiln/error.h"
+#include "kiln/runtime.h"
+#include "runtime/log.h"
+#include "runtime/registry.h"
+
+namespace kiln::detail {
+
+const char* op_name(OpId op) {
+  static const char* const names[] = {
+#define KILN_OP_NAME(name) "kiln." #name,
+      KILN_CATALOGUE_OPS(KILN_OP_NAME)
+#undef KILN_OP_NAME
+  };
+  return names[static_cast<size_t>(op)];
+}
+
+namespace {
+
+constexpr size_t kMaxOperands = 8;
+
+void fill_view(kiln_tensor_view& v, const TensorImpl& t) {
+  v.struct_size = sizeof(kiln_tensor_view);
+  v.data = t.storage->data;
+  v.byte_offset = t.offset * static_cast<int64_t>(t.itemsize());
+  v.shape = t.shape.data();
+  v.strides = t.strides.data();
+  v.ndim = static_cast<int32_t>(t.shape.size());
+  v.dtype = static_cast<int32_t>(t.dtype);
+  v.device = t.device()->handle();
+}
+
+std::string describe_operands(std::span<const TensorImpl* const> inputs,
+                              std::span<const TensorImpl* const> outputs) {
+  std::ostringstream out;
+  auto one = [&](const TensorImpl* t) {
+    out << dtype_name(t->dtype) << IntArrayRef(t->shape.data(), t->shape.size());
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i) out << ", ";
+    one(inputs[i]);
+  }
+  out << " -> ";
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (i) out << ", ";
+    one(outputs[i]);
+  }
+  return out.str();
+}
+
+// -- fallback accounting --------------------------------------------------------------
+
+struct FallbackCounters {
+  std::mutex mutex;
+  std::map<std::pair<std::string, std::string>, FallbackEntry> entries;
+  std::atomic<FallbackMode> mode{[] {
+    const char* env = std::getenv("KILN_FALLBACK");
+    if (env && std::string_view(env) == "error") return FallbackMode::Error;
+    if (env && *env && std::string_view(env) != "allow")
+      log(KILN_LOG_WARNING, "dispatch",
+          concat("KILN_FALLBACK='", env, "' is not 'allow' or 'error'; using allow"));
+    return FallbackMode::Allow;
+  }()};
+};
+
+FallbackCounters& counters() {
+  static FallbackCounters* c = new FallbackCounters();  // leaked: used during exit
+  return *c;
+}
+
+void record_fallback(OpId op, const DeviceContext* dev, double seconds, uint64_t bytes) {
+  auto& c = counters();
+  std::lock_guard lock(c.mutex);
+  auto [it, inserted] = c.entries.try_emplace({op_name(op), dev->name()});
+  FallbackEntry& e = it->second;
+  if (inserted) {
+    e.op = op_name(op);
+    e.device = dev->name();
+    log(KILN_LOG_INFO, "dispatch",
+        concat(e.op, " has no kernel on ", e.device, ": running it on the CPU plugin"));
+  }
+  e.calls += 1;
+  e.seconds += seconds;
+  e.bytes_moved += bytes;
+}
+
+// A host copy of a device operand: same shape and strides, over a host buffer
+// that mirrors the byte range of the device storage the view can touch.
+struct HostMirror {
+  std::shared_ptr<TensorImpl> impl;
+  int64_t device_byte_begin = 0;
+  int64_t bytes = 0;
+};
+
+HostMirror mirror_on_host(const TensorImpl& t, DeviceContext* cpu, bool copy_in,
+                          uint64_t& moved) {
+  auto [lo, hi] = t.byte_extent();
+  HostMirror m;
+  m.device_byte_begin = lo;
+  m.bytes = hi - lo;
+  m.impl = std::make_shared<TensorImpl>();
+  m.impl->storage = cpu->allocate(static_cast<size_t>(m.bytes));
+  m.impl->shape = t.shape;
+  m.impl->strides = t.strides;
+  m.impl->numel = t.numel;
+  m.impl->dtype = t.dtype;
+  m.impl->offset = (t.offset * static_cast<int64_t>(t.itemsize()) - lo) /
+                   static_cast<int64_t>(t.itemsize());
+  if (copy_in && m.bytes > 0) {
+    t.device()->copy(KILN_COPY_DEVICE_TO_HOST, m.impl->storage->data,
+                     static_cast<char*>(t.storage->data) + lo, static_cast<size_t>(m.bytes));
+    moved += static_cast<uint64_t>(m.bytes);
+  }
+  return m;
+}
+
+void run_on_cpu(OpId op, DeviceContext* dev, std::span<const TensorImpl* const> inputs,
+                std::span<const TensorImpl* const> outputs, std::span<const kiln_attr> attrs) {
+  Registry& registry = Registry::get();
+  if (dev->is_cpu_plugin())
+    throw Error(concat(op_name(op), ": no kernel on ", dev->name(), " for ",
+                       describe_operands(inputs, outputs)));
+  if (counters().mode.load() == FallbackMode::Error)
+    throw Error(concat("KILN_FALLBACK=error: ", op_name(op), " has no kernel on ", dev->name(),
+                       " for ", describe_operands(inputs, outputs),
+                       "; it would have run on the CPU plugin"));
+  DeviceContext* cpu = registry.cpu();
+  auto start = std::chrono::steady_clock::now();
+  uint64_t moved = 0;
+
+  std::vector<HostMirror> in, out;
+  std::vector<const TensorImpl*> in_ptrs, out_ptrs;
+  for (const TensorImpl* t : inputs) {
+    in.push_back(mirror_on_host(*t, cpu, true, moved));
+    in_ptrs.push_back(in.back().impl.get());
+  }
+  for (const TensorImpl* t : outputs) {
+    // A strided output may cover only part of its byte range: fetch the rest so
+    // that writing the range back leaves the untouched elements as they were.
+    bool partial = !t->is_contiguous() || t->numel * static_cast<int64_t>(t->itemsize()) !=
+                                              t->byte_extent().second - t->byte_extent().first;
+    out.push_back(mirror_on_host(*t, cpu, partial, moved));
+    out_ptrs.push_back(out.back().impl.get());
+  }
+  try {
+    dispatch(op, in_ptrs, out_ptrs, attrs);
+  } catch (const Error& e) {
+    throw Error(concat(e.what(), " (while running ", op_name(op), " for ", dev->name(),
+                       ", which lacks it, on the CPU plugin)"));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (out[i].bytes == 0) continue;
+    dev->copy(KILN_COPY_HOST_TO_DEVICE,
+              static_cast<char*>(outputs[i]->storage->data) + out[i].device_byte_begin,
+              out[i].impl->storage->data, static_cast<size_t>(out[i].bytes));
+    moved += static_cast<uint64_t>(out[i].bytes);
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  record_fallback(op, dev, seconds, moved);
+}
+
+std::shared_ptr<TensorImpl> contiguous_temp(const TensorImpl& t) {
+  auto tmp = std::make_shared<TensorImpl>();
+  tmp->storage = t.device()->allocate(static_cast<size_t>(t.numel) * t.itemsize());
+  tmp->shape = t.shape;
+  tmp->strides = contiguous_strides(IntArrayRef(t.shape.data(), t.shape.size()));
+  tmp->numel = t.numel;
+  tmp->dtype = t.dtype;
+  return tmp;
+}
+
+// Runs a kernel that needs contiguous operands on contiguous temporaries.
+void run_with_contiguous(OpId op, uint32_t flags, std::span<const TensorImpl* const> inputs,
+                         std::span<const TensorImpl* const> outputs,
+                         std::span<const kiln_attr> attrs) {
+  std::vector<std::shared_ptr<TensorImpl>> keep;
+  std::vector<const TensorImpl*> in(inputs.begin(), inputs.end());
+  std::vector<const TensorImpl*> out(outputs.begin(), outputs.end());
+  if (!(flags & KILN_KERNEL_STRIDED_INPUTS)) {
+    for (auto& t : in) {
+      if (t->is_contiguous()) continue;
+      keep.push_back(contiguous_temp(*t));
+      dispatch(OpId::copy, {t}, {keep.back().get()});
+      t = keep.back().get();
+    }
+  }
+  std::vector<std::pair<const TensorImpl*, const TensorImpl*>> write_back;
+  if (!(flags & KILN_KERNEL_STRIDED_OUTPUTS)) {
+    for (auto& t : out) {
+      if (t->is_contiguous()) continue;
+      keep.push_back(contiguous_temp(*t));
+      write_back.emplace_back(keep.back().get(), t);
+      t = keep.back().get();
+    }
+  }
+  dispatch(op, in, out, attrs);
+  for (auto [tmp, dst] : write_back) dispatch(OpId::copy, {tmp}, {dst});
+}
+
+bool layout_ok(uint32_t flags, std::span<const TensorImpl* const> inputs,
+               std::span<const TensorImpl* const> outputs) {
+  if (!(flags & KILN_KERNEL_STRIDED_INPUTS))
+    for (auto* t : inputs)
+      if (!t->is_contiguous()) return false;
+  if (!(flags & KILN_KERNEL_STRIDED_OUTPUTS))
+    for (auto* t : outputs)
+      if (!t->is_contiguous()) return false;
+  return true;
+}
+
+}  // namespace
+
+void dispatch(OpId op, std::span<const TensorImpl* const> inputs,
+              std::span<const TensorImpl* const> outputs, std::span<const kiln_attr> attrs) {
+  KILN_CHECK(inputs.size() <= kMaxOperands && outputs.size() <= kMaxOperands, op_name(op),
+             ": too many operands");
+  DeviceContext* dev = (outputs.empty() ? inputs[0] : outputs[0])->device();
+  const KernelSlot& slot = dev->kernel(op);
+
+  kiln_tensor_view in[kMaxOperands];
+  kiln_tensor_view out[kMaxOperands];
+  for (size_t i = 0; i < inputs.size(); ++i) fill_view(in[i], *inputs[i]);
+  for (size_t i = 0; i < outputs.size(); ++i) fill_view(out[i], *outputs[i]);
+  kiln_op_args args{sizeof(kiln_op_args), in, inputs.size(), out, outputs.size(),
+                    attrs.data(),         attrs.size(), nullptr};
+
+  if (slot.state.load(std::memory_order_relaxed) == KernelSlot::State::Native &&
+      (!slot.kernel.supports || slot.kernel.supports(slot.kernel.context, &args))) [[likely]] {
+    if (!layout_ok(slot.kernel.flags, inputs, outputs)) [[unlikely]] {
+      // A copy kernel that cannot read strided input cannot make it contiguous
+      // either: let the CPU plugin do it.
+      if (op == OpId::copy) return run_on_cpu(op, dev, inputs, outputs, attrs);
+      return run_with_contiguous(op, slot.kernel.flags, inputs, outputs, attrs);
+    }
+    dev->check(slot.kernel.run(slot.kernel.context, &args), op_name(op));
+    return;
+  }
+  run_on_cpu(op, dev, inputs, outputs, attrs);
+}
+
+}  // namespace kiln::detail
+
+namespace kiln {
+
+FallbackReport fallback_report() {
+  auto& c = detail::counters();
+  std::lock_guard lock(c.mutex);
+  FallbackReport report;
+  for (const auto& [key, entry] : c.entries) report.entries.push_back(entry);
+  return report;
+}
+
+void reset_fallback_report() {
+  auto& c = detail::counters();
+  std::lock_guard lock(c.mutex);
+  c.entries.clear();
+}
+
+void set_fallback_mode(FallbackMode mode) { detail::counters().mode.store(mode); }
+FallbackMode fallback_mode() { return detail::counters().mode.load(); }
+
+std::string FallbackReport::str() const {
+  if (entries.empty()) return "no CPU fallbacks\n";
+  std::ostringstream out;
+  out << "CPU fallbacks (ops that ran on the CPU plugin because their device lacks them):\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-26s %-12s %10s %12s %14s\n", "op", "device", "calls",
+                "seconds", "bytes moved");
+  out << line;
+  for (const auto& e : entries) {
+    std::snprintf(line, sizeof line, "  %-26s %-12s %10llu %12.6f %14llu\n", e.op.c_str(),
+                  e.device.c_str(), static_cast<unsigned long long>(e.calls), e.seconds,
+                  static_cast<unsigned long long>(e.bytes_moved));
+    out << line;
+  }
+  return out.str();
+}
+
+}  // namespace kiln

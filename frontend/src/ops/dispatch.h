@@ -1,0 +1,55 @@
+#pragma once
+// The dispatcher: one catalogue op, a list of operand views, one indirect call.
+//
+// Kernels are looked up once per (device, op) and cached in the DeviceContext.
+// When the device's plugin lacks the op or declines the arguments, the op runs on
+// the CPU plugin on host copies of the operands (counted in the fallback report);
+// when a kernel cannot take strided operands, contiguous temporaries are made.
+
+#include <initializer_list>
+#include <span>
+#include <string>
+
+#include "core/tensor_impl.h"
+#include "kiln/c_api.h"
+#include "ops/op_ids.h"
+
+namespace kiln::detail {
+
+inline kiln_attr float_attr(const char* name, double v) {
+  kiln_attr a{};
+  a.name = name;
+  a.type = KILN_ATTR_FLOAT;
+  a.value.f = v;
+  return a;
+}
+inline kiln_attr int_attr(const char* name, int64_t v) {
+  kiln_attr a{};
+  a.name = name;
+  a.type = KILN_ATTR_INT;
+  a.value.i = v;
+  return a;
+}
+inline kiln_attr string_attr(const char* name, const char* v) {
+  kiln_attr a{};
+  a.name = name;
+  a.type = KILN_ATTR_STRING;
+  a.value.s = v;
+  return a;
+}
+
+using Operands = std::initializer_list<const TensorImpl*>;
+
+/// Runs `op` with the given operands (already validated, outputs allocated) on the
+/// device of the first output (or input). Throws kiln::Error on failure.
+void dispatch(OpId op, std::span<const TensorImpl* const> inputs,
+              std::span<const TensorImpl* const> outputs,
+              std::span<const kiln_attr> attrs = {});
+
+inline void dispatch(OpId op, Operands inputs, Operands outputs,
+                     std::initializer_list<kiln_attr> attrs = {}) {
+  dispatch(op, std::span(inputs.begin(), inputs.size()), std::span(outputs.begin(), outputs.size()),
+           std::span(attrs.begin(), attrs.size()));
+}
+
+}  // namespace kiln::detail

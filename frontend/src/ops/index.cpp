@@ -1,0 +1,92 @@
+// Joining and indexing: cat/stack are copies into slices of one output;
+// index_select and gather are catalogue ops.
+
+#include "kiln/ops.h"
+#include "ops/common.h"
+
+namespace kiln {
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  KILN_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
+  const Tensor& first = tensors[0];
+  detail::impl_of(first, "cat");
+  KILN_CHECK(first.dim() > 0, "cat: zero-dimensional tensors cannot be concatenated "
+             "(use stack)");
+  int64_t d = detail::wrap_dim(dim, first.dim(), "cat");
+  DType dtype = first.dtype();
+  int64_t total = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    detail::check_same_device("cat", {&first, &t});
+    KILN_CHECK(t.dim() == first.dim(), "cat: tensor ", i, " has ", t.dim(),
+               " dimensions but tensor 0 has ", first.dim(), " (shapes ", t.shape(), " and ",
+               first.shape(), ")");
+    for (int64_t j = 0; j < t.dim(); ++j)
+      KILN_CHECK(j == d || t.size(j) == first.size(j), "cat: shapes ", first.shape(), " and ",
+                 t.shape(), " (tensor ", i, ") differ in dimension ", j,
+                 ", which is not the concatenation dimension ", d);
+    dtype = promote_types(dtype, t.dtype());
+    total += t.size(d);
+  }
+  detail::SmallDims shape(first.shape().begin(), first.shape().end());
+  shape[d] = total;
+  Tensor out = detail::empty_on(first, shape, dtype);
+  int64_t offset = 0;
+  for (const Tensor& t : tensors) {
+    if (t.size(d) > 0) out.narrow(d, offset, t.size(d)).copy_(t);
+    offset += t.size(d);
+  }
+  return out;
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  KILN_CHECK(!tensors.empty(), "stack: expected a non-empty list of tensors");
+  detail::impl_of(tensors[0], "stack");
+  int64_t d = detail::wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  std::vector<Tensor> expanded;
+  expanded.reserve(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    KILN_CHECK(detail::impl_of(tensors[i], "stack").shape == tensors[0].impl()->shape,
+               "stack: expects equal shapes, but tensor 0 is ", tensors[0].shape(),
+               " and tensor ", i, " is ", tensors[i].shape());
+    expanded.push_back(tensors[i].unsqueeze(d));
+  }
+  return cat(expanded, d);
+}
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  detail::check_same_device("index_select", {&x, &index});
+  KILN_CHECK(index.dim() <= 1, "index_select: the index must be 1-D, got shape ", index.shape());
+  KILN_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32,
+             "index_select: the index must be int64 or int32, got ", index.dtype());
+  KILN_CHECK(x.dim() > 0, "index_select: cannot index a 0-d tensor");
+  int64_t d = detail::wrap_dim(dim, x.dim(), "index_select");
+  Tensor idx = detail::cast(index, DType::Int64).reshape({-1});
+  KILN_CHECK(x.size(d) > 0 || idx.numel() == 0, "index_select: dimension ", d,
+             " of shape ", x.shape(), " is empty, so no index is in range");
+  detail::SmallDims shape(x.shape().begin(), x.shape().end());
+  shape[d] = idx.numel();
+  Tensor out = detail::empty_on(x, shape, x.dtype());
+  detail::dispatch(detail::OpId::index_select, {x.impl().get(), idx.impl().get()},
+                   {out.impl().get()}, {detail::int_attr("dim", d)});
+  return out;
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  detail::check_same_device("gather", {&x, &index});
+  KILN_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32,
+             "gather: the index must be int64 or int32, got ", index.dtype());
+  KILN_CHECK(index.dim() == x.dim(), "gather: the index must have the same number of dimensions "
+             "as the input, got index shape ", index.shape(), " for input shape ", x.shape());
+  int64_t d = detail::wrap_dim(dim, x.dim(), "gather");
+  for (int64_t i = 0; i < x.dim(); ++i)
+    KILN_CHECK(i == d || index.size(i) <= x.size(i), "gather: index shape ", index.shape(),
+               " exceeds input shape ", x.shape(), " in dimension ", i);
+  Tensor idx = detail::cast(index, DType::Int64);
+  Tensor out = detail::empty_on(x, index.shape(), x.dtype());
+  detail::dispatch(detail::OpId::gather, {x.impl().get(), idx.impl().get()}, {out.impl().get()},
+                   {detail::int_attr("dim", d)});
+  return out;
+}
+
+}  // namespace kiln

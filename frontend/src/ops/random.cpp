@@ -1,0 +1,71 @@
+// The process-wide Philox generator: (seed, offset). Each call reserves numel
+// counters, so consecutive calls never overlap and every backend produces the
+// same numbers for the same state (the mapping is fixed in api/OPS.md).
+
+#include "kiln/random.h"
+
+#include <mutex>
+
+#include "ops/common.h"
+#include "runtime/registry.h"
+
+namespace kiln {
+
+namespace {
+struct Generator {
+  std::mutex mutex;
+  GeneratorState state{67280421310721ULL, 0};  // PyTorch's default seed, for familiarity
+};
+Generator& generator() {
+  static Generator g;
+  return g;
+}
+// Reserves `n` elements of the stream and returns (seed, first offset).
+GeneratorState reserve(int64_t n) {
+  auto& g = generator();
+  std::lock_guard lock(g.mutex);
+  GeneratorState s = g.state;
+  g.state.offset += static_cast<uint64_t>(n);
+  return s;
+}
+
+Tensor random(detail::OpId op, const char* name, IntArrayRef shape, const char* a_name, double a,
+              const char* b_name, double b, TensorOptions options) {
+  KILN_CHECK(is_floating(options.dtype()), name, ": expected a floating dtype, got ",
+             options.dtype());
+  Tensor t = empty(shape, options);
+  GeneratorState s = reserve(t.numel());
+  detail::dispatch(op, {}, {t.impl().get()},
+                   {detail::int_attr("seed", static_cast<int64_t>(s.seed)),
+                    detail::int_attr("offset", static_cast<int64_t>(s.offset)),
+                    detail::float_attr(a_name, a), detail::float_attr(b_name, b)});
+  return t;
+}
+}  // namespace
+
+void manual_seed(uint64_t seed) { set_generator_state({seed, 0}); }
+
+GeneratorState generator_state() {
+  auto& g = generator();
+  std::lock_guard lock(g.mutex);
+  return g.state;
+}
+
+void set_generator_state(const GeneratorState& state) {
+  auto& g = generator();
+  std::lock_guard lock(g.mutex);
+  g.state = state;
+}
+
+Tensor uniform(IntArrayRef shape, double low, double high, TensorOptions options) {
+  KILN_CHECK(low <= high, "uniform: low (", low, ") must not exceed high (", high, ")");
+  return random(detail::OpId::random_uniform, "uniform", shape, "low", low, "high", high, options);
+}
+Tensor rand(IntArrayRef shape, TensorOptions options) { return uniform(shape, 0.0, 1.0, options); }
+Tensor normal(IntArrayRef shape, double mean, double std, TensorOptions options) {
+  KILN_CHECK(std >= 0, "normal: std must be non-negative, got ", std);
+  return random(detail::OpId::random_normal, "normal", shape, "mean", mean, "std", std, options);
+}
+Tensor randn(IntArrayRef shape, TensorOptions options) { return normal(shape, 0.0, 1.0, options); }
+
+}  // namespace kiln

@@ -1,0 +1,145 @@
+// Reductions. The kernels see the catalogue's same-rank form (reduced dims of size
+// 1 in the output); keepdim=false is a view that drops them afterwards.
+
+#include <vector>
+
+#include "kiln/ops.h"
+#include "ops/common.h"
+
+namespace kiln {
+
+using detail::OpId;
+using detail::SmallDims;
+
+namespace {
+
+enum class Accum {
+  Sum,       // bool and small ints are summed as int64 (as PyTorch)
+  Floating,  // float dtypes only
+  Same,      // any dtype but bool
+};
+
+struct Reduced {
+  SmallDims keep_shape;  // reduced dims set to 1
+  SmallDims out_shape;   // what the caller sees
+  bool empty_reduction = false;
+};
+
+Reduced reduced_shapes(const detail::TensorImpl& x, IntArrayRef dims, bool keepdim,
+                       const char* op) {
+  std::vector<bool> reduce(static_cast<size_t>(x.dim()), dims.empty());
+  for (int64_t d : dims) {
+    int64_t w = detail::wrap_dim(d, x.dim(), op);
+    if (x.dim() == 0) continue;
+    KILN_CHECK(!reduce[w] || dims.empty(), op, ": dimension ", d, " appears twice in ", dims);
+    reduce[w] = true;
+  }
+  Reduced r;
+  for (int64_t i = 0; i < x.dim(); ++i) {
+    int64_t n = x.shape[i];
+    if (reduce[i]) {
+      r.empty_reduction |= n == 0;
+      r.keep_shape.push_back(1);
+      if (keepdim) r.out_shape.push_back(1);
+    } else {
+      r.keep_shape.push_back(n);
+      r.out_shape.push_back(n);
+    }
+  }
+  if (x.dim() == 0) r.empty_reduction = false;
+  return r;
+}
+
+Tensor reduce(OpId op, const char* name, const Tensor& x, IntArrayRef dims, bool keepdim,
+              Accum accum, std::initializer_list<kiln_attr> attrs = {}) {
+  const auto& impl = detail::impl_of(x, name);
+  DType dtype = impl.dtype;
+  if (accum == Accum::Sum && (dtype == DType::Bool || dtype == DType::UInt8 || dtype == DType::Int32))
+    dtype = DType::Int64;
+  if (accum == Accum::Floating)
+    KILN_CHECK(is_floating(dtype), name, ": expected a floating-point tensor, got ", dtype,
+               " (convert with .to(kiln::float32))");
+  if (accum == Accum::Same)
+    KILN_CHECK(dtype != DType::Bool, name, ": not supported for bool tensors");
+  Reduced r = reduced_shapes(impl, dims, keepdim, name);
+  if (accum == Accum::Same)
+    KILN_CHECK(!r.empty_reduction, name, ": cannot reduce over a dimension of size 0 in shape ",
+               x.shape(), " (the result has no identity)");
+  Tensor in = detail::cast(x, dtype);
+  Tensor out = detail::empty_on(x, r.keep_shape, dtype);
+  detail::dispatch(op, {in.impl().get()}, {out.impl().get()}, attrs);
+  return keepdim ? out : out.view(r.out_shape);
+}
+
+Tensor arg_reduce(OpId op, const char* name, const Tensor& x, std::optional<int64_t> dim,
+                  bool keepdim) {
+  const auto& impl = detail::impl_of(x, name);
+  KILN_CHECK(impl.dtype != DType::Bool, name, ": not supported for bool tensors");
+  Tensor src = x;
+  int64_t d = 0;
+  if (!dim) {
+    src = x.reshape({-1});
+  } else {
+    d = detail::wrap_dim(*dim, impl.dim(), name);
+    if (impl.dim() == 0) src = x.reshape({1});
+  }
+  KILN_CHECK(src.numel() > 0 && src.size(d) > 0, name, ": cannot take the ", name,
+             " of an empty dimension (shape ", x.shape(), ")");
+  SmallDims keep(src.shape().begin(), src.shape().end());
+  keep[d] = 1;
+  Tensor out = detail::empty_on(x, keep, DType::Int64);
+  detail::dispatch(op, {src.impl().get()}, {out.impl().get()});
+  if (!dim) {
+    if (!keepdim) return out.view({});
+    SmallDims ones(static_cast<size_t>(impl.dim()), 1);
+    return out.view(ones);
+  }
+  if (keepdim) return impl.dim() == 0 ? out.view({}) : out;
+  return impl.dim() == 0 ? out.view({}) : out.squeeze(d);
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  return reduce(OpId::sum, "sum", x, dims, keepdim, Accum::Sum);
+}
+Tensor prod(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  return reduce(OpId::prod, "prod", x, dims, keepdim, Accum::Sum);
+}
+Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  return reduce(OpId::mean, "mean", x, dims, keepdim, Accum::Floating);
+}
+Tensor amax(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  return reduce(OpId::amax, "max", x, dims, keepdim, Accum::Same);
+}
+Tensor amin(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  return reduce(OpId::amin, "min", x, dims, keepdim, Accum::Same);
+}
+Tensor var(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {
+  KILN_CHECK(correction >= 0, "var: correction must be non-negative, got ", correction);
+  return reduce(OpId::var, "var", x, dims, keepdim, Accum::Floating,
+                {detail::int_attr("correction", correction)});
+}
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  return arg_reduce(OpId::argmax, "argmax", x, dim, keepdim);
+}
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  return arg_reduce(OpId::argmin, "argmin", x, dim, keepdim);
+}
+
+Tensor Tensor::sum(IntArrayRef dims, bool keepdim) const { return kiln::sum(*this, dims, keepdim); }
+Tensor Tensor::mean(IntArrayRef dims, bool keepdim) const { return kiln::mean(*this, dims, keepdim); }
+Tensor Tensor::prod(IntArrayRef dims, bool keepdim) const { return kiln::prod(*this, dims, keepdim); }
+Tensor Tensor::max(IntArrayRef dims, bool keepdim) const { return kiln::amax(*this, dims, keepdim); }
+Tensor Tensor::min(IntArrayRef dims, bool keepdim) const { return kiln::amin(*this, dims, keepdim); }
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
+  return kiln::argmax(*this, dim, keepdim);
+}
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const {
+  return kiln::argmin(*this, dim, keepdim);
+}
+Tensor Tensor::var(IntArrayRef dims, int64_t correction, bool keepdim) const {
+  return kiln::var(*this, dims, correction, keepdim);
+}
+
+}  // namespace kiln

@@ -1,0 +1,65 @@
+// The public view of the registry (kiln/runtime.h): versions, plugins, devices,
+// load failures and memory statistics.
+
+#include <cstring>
+
+#include "kiln/runtime.h"
+#include "runtime/registry.h"
+
+namespace kiln {
+
+std::string version() { return KILN_VERSION_STRING; }
+
+std::string abi_version() {
+  return std::to_string(KILN_ABI_MAJOR) + "." + std::to_string(KILN_ABI_MINOR);
+}
+
+std::vector<std::string> plugin_search_path() { return detail::Registry::get().search_path(); }
+
+std::vector<PluginLoadFailure> plugin_load_failures() {
+  return detail::Registry::get().failures();
+}
+
+std::vector<PluginInfo> loaded_plugins() {
+  std::vector<PluginInfo> out;
+  for (const auto& plugin : detail::Registry::get().plugins()) {
+    const kiln_plugin_api* api = plugin->api;
+    PluginInfo info;
+    info.name = api->name;
+    info.version = api->version ? api->version : "";
+    info.path = plugin->path;
+    info.abi_major = api->abi_major;
+    info.abi_minor = api->abi_minor;
+    if (api->describe) info.description = api->describe(api->context);
+    for (int32_t i = 0; i < plugin->device_count; ++i) {
+      kiln_device_properties p{};
+      p.struct_size = sizeof(p);
+      DeviceInfo d;
+      d.device = Device(api->name, i);
+      if (kiln_status* s = api->device_get_properties(api->context, i, &p)) {
+        d.name = "(properties unavailable: " + detail::consume_status(s) + ")";
+      } else {
+        d.name.assign(p.name, strnlen(p.name, sizeof(p.name)));
+        d.kind = p.kind == KILN_DEVICE_KIND_CPU   ? "cpu"
+                 : p.kind == KILN_DEVICE_KIND_GPU ? "gpu"
+                                                  : "accelerator";
+        d.compute_capability_major = p.compute_capability_major;
+        d.compute_capability_minor = p.compute_capability_minor;
+        d.multiprocessor_count = p.multiprocessor_count;
+        d.total_memory_bytes = p.total_memory_bytes;
+        d.free_memory_bytes = p.free_memory_bytes;
+      }
+      info.devices.push_back(std::move(d));
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+MemoryStats memory_stats(const Device& device) {
+  return detail::Registry::get().resolve(device)->memory_stats();
+}
+
+void empty_cache(const Device& device) { detail::Registry::get().resolve(device)->empty_cache(); }
+
+}  // namespace kiln

@@ -1,0 +1,360 @@
+// Plugin discovery, loading and validation, and the device registry.
+//
+// Loading never throws past a single candidate: every failure becomes a recorded
+// PluginLoadFailure so one broken plugin cannot stop the others, and kiln-info can
+// say why a plugin is missing.
+
+#include "runtime/registry.h"
+
+#define BOOST_DLL_USE_STD_FS
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <boost/dll/shared_library.hpp>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "kiln/error.h"
+#include "runtime/log.h"
+
+namespace fs = std::filesystem;
+
+namespace kiln::detail {
+
+std::string consume_status(kiln_status* status) {
+  if (!status) return "";
+  std::string message =
+      status->message ? status->message : "(the plugin gave no message)";
+  if (status->destroy) status->destroy(status);
+  return message;
+}
+
+namespace {
+
+void host_log(int32_t level, const char* plugin, const char* message) {
+  log(level, plugin ? plugin : "plugin", message ? message : "");
+}
+
+const kiln_host_api& host_api() {
+  static const kiln_host_api api = [] {
+    kiln_host_api h{};
+    h.struct_size = sizeof(kiln_host_api);
+    h.abi_major = KILN_ABI_MAJOR;
+    h.abi_minor = KILN_ABI_MINOR;
+    h.kiln_version = KILN_VERSION_STRING;
+    h.log = &host_log;
+    h.log_level = log_level();
+    return h;
+  }();
+  return api;
+}
+
+bool valid_backend_name(const std::string& name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+std::vector<std::string> split_path_list(const char* list) {
+  std::vector<std::string> out;
+  if (!list) return out;
+  std::string s(list);
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(':', start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// The folder kiln/plugins beside libkiln.so: build/lib/kiln/plugins in the build
+// tree and <prefix>/lib/kiln/plugins when installed.
+std::string default_plugin_folder() {
+  std::error_code ec;
+  fs::path self = boost::dll::this_line_location(ec);
+  if (ec) return {};
+  self = fs::weakly_canonical(self, ec);
+  return (self.parent_path() / "kiln" / "plugins").string();
+}
+
+}  // namespace
+
+// -- DeviceContext --------------------------------------------------------------------
+
+Storage::~Storage() { device->deallocate(buffer); }
+
+DeviceContext::DeviceContext(Plugin* plugin, int index, kiln_device* handle)
+    : plugin_(plugin),
+      api_(plugin->api),
+      index_(index),
+      handle_(handle),
+      device_(plugin->api->name, index),
+      name_(device_.str()) {}
+
+bool DeviceContext::is_cpu_plugin() const { return std::string_view(api_->name) == "cpu"; }
+
+void DeviceContext::check(kiln_status* status, const char* what) const {
+  if (!status) return;
+  int32_t code = status->code;
+  std::string message = consume_status(status);
+  if (code == KILN_STATUS_OK) return;  // a plugin returned an OK object: tolerate it
+  throw Error(concat(what, " on ", name_, ": ", message));
+}
+
+void DeviceContext::resolve(OpId op, KernelSlot& slot) {
+  std::lock_guard lock(resolve_mutex_);
+  if (slot.state.load(std::memory_order_relaxed) != KernelSlot::State::Unresolved) return;
+  kiln_kernel kernel{};
+  kernel.struct_size = sizeof(kiln_kernel);
+  kiln_status* status = api_->get_kernel(handle_, op_name(op), 1, &kernel);
+  if (status) {
+    // A lookup error is logged and treated as "not provided": the op can still
+    // run through the CPU fallback, and the report shows it.
+    log(KILN_LOG_WARNING, api_->name,
+        concat("get_kernel(", op_name(op), ") failed: ", consume_status(status)));
+    kernel.run = nullptr;
+  }
+  if (kernel.run && kernel.struct_size < KILN_KERNEL_SIZE_1_0) {
+    log(KILN_LOG_WARNING, api_->name,
+        concat("get_kernel(", op_name(op), ") returned struct_size ", kernel.struct_size,
+               " < ", KILN_KERNEL_SIZE_1_0, "; ignoring the kernel"));
+    kernel.run = nullptr;
+  }
+  slot.kernel = kernel;
+  slot.state.store(kernel.run ? KernelSlot::State::Native : KernelSlot::State::Missing,
+                   std::memory_order_release);
+}
+
+std::shared_ptr<Storage> DeviceContext::allocate(size_t bytes) {
+  kiln_buffer* buffer = nullptr;
+  void* data = nullptr;
+  check(api_->allocate(handle_, bytes, 64, nullptr, &buffer, &data), "allocate");
+  try {
+    return std::make_shared<Storage>(this, buffer, data, bytes);
+  } catch (...) {
+    deallocate(buffer);
+    throw;
+  }
+}
+
+void DeviceContext::deallocate(kiln_buffer* buffer) noexcept {
+  if (kiln_status* s = api_->deallocate(handle_, buffer, nullptr))
+    log(KILN_LOG_ERROR, api_->name, concat("deallocate on ", name_, ": ", consume_status(s)));
+}
+
+void DeviceContext::copy(kiln_copy_kind kind, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  check(api_->copy(handle_, nullptr, kind, dst, src, bytes), "copy");
+}
+
+void DeviceContext::synchronize() {
+  check(api_->stream_synchronize(handle_, nullptr), "synchronize");
+}
+
+MemoryStats DeviceContext::memory_stats() {
+  kiln_memory_stats s{};
+  s.struct_size = sizeof(s);
+  check(api_->memory_stats(handle_, &s), "memory_stats");
+  return {s.bytes_in_use, s.bytes_reserved, s.peak_bytes_in_use, s.num_allocations,
+          s.num_system_allocations};
+}
+
+void DeviceContext::empty_cache() {
+  if (api_->empty_cache) check(api_->empty_cache(handle_), "empty_cache");
+}
+
+// -- Registry: discovery ------------------------------------------------------------
+
+Registry& Registry::get() {
+  // Deliberately leaked: plugins are never unloaded and tensors destroyed during
+  // static destruction must still find their device.
+  static Registry* registry = new Registry();
+  return *registry;
+}
+
+Registry::Registry() {
+  for (auto& dir : split_path_list(std::getenv("KILN_PLUGIN_PATH"))) search_path_.push_back(dir);
+  std::string builtin = default_plugin_folder();
+  if (!builtin.empty()) search_path_.push_back(builtin);
+
+  for (const std::string& dir : search_path_) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+      failures_.push_back({dir, "plugin folder does not exist (or is not a folder)"});
+      continue;
+    }
+    std::vector<fs::path> candidates;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      std::string file = entry.path().filename().string();
+      if (file.starts_with(KILN_PLUGIN_FILE_PREFIX) && file.ends_with(KILN_PLUGIN_FILE_SUFFIX))
+        candidates.push_back(entry.path());
+    }
+    if (ec) failures_.push_back({dir, "cannot list folder: " + ec.message()});
+    std::sort(candidates.begin(), candidates.end());
+    for (const fs::path& path : candidates) {
+      std::string reason = load_plugin(path);
+      if (!reason.empty()) {
+        failures_.push_back({path.string(), reason});
+        log(KILN_LOG_INFO, "loader", concat("skipped ", path.string(), ": ", reason));
+      }
+    }
+  }
+  if (Plugin* cpu = find("cpu"); cpu && cpu->device_count > 0) cpu_ = open(*cpu, 0);
+}
+
+// Loads one candidate; returns why it was rejected, or "" on success.
+std::string Registry::load_plugin(const fs::path& path) {
+  std::string file = path.filename().string();
+  std::string expected_name = file.substr(
+      std::strlen(KILN_PLUGIN_FILE_PREFIX),
+      file.size() - std::strlen(KILN_PLUGIN_FILE_PREFIX) - std::strlen(KILN_PLUGIN_FILE_SUFFIX));
+  if (Plugin* existing = find(expected_name))
+    return concat("a plugin named '", expected_name, "' is already loaded from ",
+                  existing->path, " (earlier folders take precedence)");
+
+  // Never unloaded: the library object is leaked on purpose.
+  auto* library = new boost::dll::shared_library();
+  std::error_code ec;
+  dlerror();
+  library->load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, ec);
+  if (ec) {
+    const char* detail = dlerror();
+    delete library;
+    return concat("not a loadable shared library: ", detail ? detail : ec.message());
+  }
+  if (!library->has(KILN_PLUGIN_ENTRY_SYMBOL))
+    return concat("no entry symbol '", KILN_PLUGIN_ENTRY_SYMBOL,
+                  "' (is it a Kiln plugin? build it with kiln_add_plugin)");
+  auto init = library->get<kiln_status*(const kiln_host_api*, const kiln_plugin_api**)>(
+      KILN_PLUGIN_ENTRY_SYMBOL);
+
+  const kiln_plugin_api* api = nullptr;
+  if (kiln_status* status = init(&host_api(), &api))
+    return concat("kiln_plugin_init failed: ", consume_status(status));
+  if (!api) return "kiln_plugin_init succeeded but returned no table";
+  if (api->struct_size < offsetof(kiln_plugin_api, abi_minor) + sizeof(uint32_t))
+    return concat("plugin table struct_size ", api->struct_size, " is too small to hold a version");
+  if (api->abi_major != KILN_ABI_MAJOR)
+    return concat("ABI major version mismatch: the plugin speaks ABI ", api->abi_major, ".",
+                  api->abi_minor, ", this Kiln speaks ", KILN_ABI_MAJOR, ".", KILN_ABI_MINOR,
+                  " (rebuild the plugin against Kiln's headers)");
+  if (api->struct_size < KILN_PLUGIN_API_SIZE_1_0)
+    return concat("plugin table struct_size ", api->struct_size,
+                  " is too small: ABI 1.0 needs at least ", KILN_PLUGIN_API_SIZE_1_0, " bytes");
+  if (!api->name || !valid_backend_name(api->name))
+    return concat("invalid backend name '", api->name ? api->name : "(null)",
+                  "' (expected [a-z0-9_]+)");
+  if (expected_name != api->name)
+    return concat("the file is named for '", expected_name, "' but the plugin calls itself '",
+                  api->name, "'");
+  const char* missing = nullptr;
+  if (!api->device_count) missing = "device_count";
+  else if (!api->device_get_properties) missing = "device_get_properties";
+  else if (!api->device_open) missing = "device_open";
+  else if (!api->allocate) missing = "allocate";
+  else if (!api->deallocate) missing = "deallocate";
+  else if (!api->memory_stats) missing = "memory_stats";
+  else if (!api->copy) missing = "copy";
+  else if (!api->stream_synchronize) missing = "stream_synchronize";
+  else if (!api->get_kernel) missing = "get_kernel";
+  if (missing) return concat("required function '", missing, "' is NULL");
+
+  auto plugin = std::make_unique<Plugin>();
+  plugin->path = path.string();
+  plugin->api = api;
+  if (kiln_status* status = api->device_count(api->context, &plugin->device_count))
+    return concat("device_count failed: ", consume_status(status));
+  if (plugin->device_count < 0) plugin->device_count = 0;
+  plugin->devices.resize(static_cast<size_t>(plugin->device_count));
+  plugins_.push_back(std::move(plugin));
+  return "";
+}
+
+// -- Registry: lookups ----------------------------------------------------------------
+
+Plugin* Registry::find(const std::string& name) const {
+  for (const auto& p : plugins_)
+    if (name == p->api->name) return p.get();
+  return nullptr;
+}
+
+std::string Registry::describe_loaded() const {
+  if (plugins_.empty()) return "none";
+  std::ostringstream out;
+  for (size_t i = 0; i < plugins_.size(); ++i) {
+    if (i) out << ", ";
+    out << plugins_[i]->api->name << " (" << plugins_[i]->device_count
+        << (plugins_[i]->device_count == 1 ? " device)" : " devices)");
+  }
+  return out.str();
+}
+
+DeviceContext* Registry::open(Plugin& plugin, int index) {
+  std::lock_guard lock(plugin.open_mutex);
+  auto& slot = plugin.devices[static_cast<size_t>(index)];
+  if (!slot) {
+    kiln_device* handle = nullptr;
+    if (kiln_status* status = plugin.api->device_open(plugin.api->context, index, &handle))
+      throw Error(concat("opening device ", plugin.api->name, ":", index, " failed: ",
+                         consume_status(status)));
+    slot = std::make_unique<DeviceContext>(&plugin, index, handle);
+  }
+  return slot.get();
+}
+
+DeviceContext* Registry::resolve(const Device& device) {
+  Plugin* plugin = find(device.backend());
+  if (!plugin) {
+    std::ostringstream searched;
+    for (size_t i = 0; i < search_path_.size(); ++i) searched << (i ? ":" : "") << search_path_[i];
+    throw Error(concat("no plugin named '", device.backend(), "' was found; loaded plugins: ",
+                       describe_loaded(), " (searched: ", searched.str(),
+                       "; kiln-info lists the candidates that failed to load)"));
+  }
+  if (device.index() < 0 || device.index() >= plugin->device_count) {
+    std::string why;
+    if (plugin->api->describe) why = concat(" (", plugin->api->describe(plugin->api->context), ")");
+    throw Error(concat("device ", device.str(), " is out of range: plugin '", device.backend(),
+                       "' has ", plugin->device_count,
+                       plugin->device_count == 1 ? " device" : " devices", why));
+  }
+  return open(*plugin, device.index());
+}
+
+DeviceContext* Registry::cpu() {
+  KILN_CHECK(cpu_, "the CPU plugin (libkiln_cpu.so) is not loaded, so ops this device lacks "
+                   "cannot fall back to it; loaded plugins: ", describe_loaded());
+  return cpu_;
+}
+
+DeviceContext* Registry::default_context() {
+  DeviceContext* d = default_.load(std::memory_order_acquire);
+  if (d) [[likely]] return d;
+  std::lock_guard lock(default_mutex_);
+  if ((d = default_.load())) return d;
+  const char* env = std::getenv("KILN_BACKEND");
+  if (env && *env) {
+    try {
+      d = resolve(Device(std::string_view(env)));
+    } catch (const Error& e) {
+      throw Error(concat("KILN_BACKEND=", env, ": ", e.what()));
+    }
+  } else {
+    d = resolve(Device("cpu", 0));
+  }
+  default_.store(d, std::memory_order_release);
+  return d;
+}
+
+void Registry::set_default(const Device& device) {
+  DeviceContext* d = resolve(device);
+  std::lock_guard lock(default_mutex_);
+  default_.store(d, std::memory_order_release);
+}
+
+}  // namespace kiln::detail

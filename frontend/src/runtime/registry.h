@@ -1,0 +1,123 @@
+#pragma once
+// The plugin registry: which plugins loaded (or not, and why), their devices, and
+// per device the kernel cache the dispatcher reads. Internal to libkiln.
+
+#include <array>
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/tensor_impl.h"
+#include "kiln/c_api.h"
+#include "kiln/device.h"
+#include "kiln/runtime.h"
+#include "ops/op_ids.h"
+
+namespace kiln::detail {
+
+struct Plugin;
+
+/// A resolved kernel: what the plugin returned for one (device, op).
+struct KernelSlot {
+  enum class State : uint8_t { Unresolved, Native, Missing };
+  std::atomic<State> state{State::Unresolved};
+  kiln_kernel kernel{};
+};
+
+/// One opened device of one plugin. Never destroyed (plugins are never unloaded).
+class DeviceContext {
+ public:
+  DeviceContext(Plugin* plugin, int index, kiln_device* handle);
+
+  Plugin* plugin() const { return plugin_; }
+  const kiln_plugin_api* api() const { return api_; }
+  kiln_device* handle() const { return handle_; }
+  int index() const { return index_; }
+  const Device& device() const { return device_; }
+  /// "cuda:0", for messages.
+  const std::string& name() const { return name_; }
+  bool is_cpu_plugin() const;
+
+  /// The kernel for `op`, looked up in the plugin on first use.
+  const KernelSlot& kernel(OpId op) {
+    KernelSlot& slot = kernels_[static_cast<size_t>(op)];
+    if (slot.state.load(std::memory_order_acquire) == KernelSlot::State::Unresolved)
+      [[unlikely]] resolve(op, slot);
+    return slot;
+  }
+
+  /// Allocates `bytes`; throws kiln::Error (out of memory states sizes) on failure.
+  std::shared_ptr<Storage> allocate(size_t bytes);
+  void deallocate(kiln_buffer* buffer) noexcept;
+  void copy(kiln_copy_kind kind, void* dst, const void* src, size_t bytes);
+  void synchronize();
+  MemoryStats memory_stats();
+  void empty_cache();
+
+  /// Throws kiln::Error "<what> on <device>: <message>" and frees `status` if it
+  /// is an error; does nothing for NULL.
+  void check(kiln_status* status, const char* what) const;
+
+ private:
+  void resolve(OpId op, KernelSlot& slot);
+
+  Plugin* plugin_;
+  const kiln_plugin_api* api_;
+  int index_;
+  kiln_device* handle_;
+  Device device_;
+  std::string name_;
+  std::mutex resolve_mutex_;
+  std::array<KernelSlot, kNumOps> kernels_;
+};
+
+struct Plugin {
+  std::string path;
+  const kiln_plugin_api* api = nullptr;
+  int32_t device_count = 0;
+  std::mutex open_mutex;
+  std::vector<std::unique_ptr<DeviceContext>> devices;  // index -> opened or null
+};
+
+/// Returns the message of a status (or a placeholder) and destroys it.
+std::string consume_status(kiln_status* status);
+
+class Registry {
+ public:
+  /// The process-wide registry; discovers and loads plugins on first call.
+  static Registry& get();
+
+  /// The opened device for `device`; throws kiln::Error naming what is available
+  /// when the backend is unknown or the index out of range.
+  DeviceContext* resolve(const Device& device);
+  /// cpu:0, the fallback target; throws if the CPU plugin did not load.
+  DeviceContext* cpu();
+  /// The default device (set_default_device, KILN_BACKEND, or cpu:0).
+  DeviceContext* default_context();
+  void set_default(const Device& device);
+
+  const std::vector<std::unique_ptr<Plugin>>& plugins() const { return plugins_; }
+  const std::vector<PluginLoadFailure>& failures() const { return failures_; }
+  const std::vector<std::string>& search_path() const { return search_path_; }
+  /// "cpu (2 devices), cuda (0 devices)" for messages.
+  std::string describe_loaded() const;
+
+ private:
+  Registry();
+  std::string load_plugin(const std::filesystem::path& path);
+  Plugin* find(const std::string& name) const;
+  DeviceContext* open(Plugin& plugin, int index);
+
+  std::vector<std::string> search_path_;
+  std::vector<std::unique_ptr<Plugin>> plugins_;
+  std::vector<PluginLoadFailure> failures_;
+  std::atomic<DeviceContext*> default_{nullptr};
+  std::mutex default_mutex_;
+  DeviceContext* cpu_ = nullptr;
+};
+
+}  // namespace kiln::detail

@@ -1,0 +1,61 @@
+// kiln-info: what Kiln found on this machine — version, plugin search path, every
+// plugin with its devices, every candidate that failed to load and why, and the
+// default device. Exits non-zero when KILN_BACKEND names something unusable.
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "kiln/kiln.h"
+
+namespace {
+std::string human_bytes(uint64_t b) {
+  char buf[32];
+  if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", b / double(1ull << 30));
+  else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1ull << 20));
+  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  return buf;
+}
+}  // namespace
+
+int main() {
+  std::cout << "Kiln " << kiln::version() << " (plugin ABI " << kiln::abi_version() << ")\n\n";
+  std::cout << "Plugin search path (KILN_PLUGIN_PATH, then the folder beside libkiln):\n";
+  for (const auto& dir : kiln::plugin_search_path()) std::cout << "  " << dir << "\n";
+
+  auto plugins = kiln::loaded_plugins();
+  std::cout << "\nPlugins loaded: " << plugins.size() << "\n";
+  for (const auto& p : plugins) {
+    std::cout << "  " << p.name << " " << p.version << " (ABI " << p.abi_major << "."
+              << p.abi_minor << ")  " << p.path << "\n";
+    if (!p.description.empty()) std::cout << "    " << p.description << "\n";
+    if (p.devices.empty()) std::cout << "    no devices\n";
+    for (const auto& d : p.devices) {
+      std::cout << "    " << d.device.str() << ": " << d.name << " [" << d.kind;
+      if (d.compute_capability_major)
+        std::cout << ", compute " << d.compute_capability_major << "." << d.compute_capability_minor;
+      if (d.multiprocessor_count)
+        std::cout << ", " << d.multiprocessor_count
+                  << (d.kind == "cpu" ? " threads" : " multiprocessors");
+      if (d.total_memory_bytes)
+        std::cout << ", " << human_bytes(d.total_memory_bytes) << " total, "
+                  << human_bytes(d.free_memory_bytes) << " free";
+      std::cout << "]\n";
+    }
+  }
+
+  auto failures = kiln::plugin_load_failures();
+  std::cout << "\nCandidates that did not load: " << failures.size() << "\n";
+  for (const auto& f : failures) std::cout << "  " << f.path << "\n    " << f.reason << "\n";
+
+  const char* backend = std::getenv("KILN_BACKEND");
+  std::cout << "\nKILN_BACKEND=" << (backend ? backend : "(unset)") << "\n";
+  try {
+    kiln::Device d = kiln::default_device();
+    std::cout << "Default device: " << d.str() << "\n";
+  } catch (const kiln::Error& e) {
+    std::cout << "Default device: unusable\n  " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,106 @@
+// Elementwise arithmetic: add, sub, mul, div, pow, maximum, minimum.
+#include <cmath>
+
+#include "binary_common.h"
+#include "registry.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+// Integer arithmetic wraps, as OPS.md specifies; unsigned math keeps it defined.
+template <class T, bool = std::is_integral_v<T>>
+struct Wrap {
+  using type = T;
+};
+template <class T>
+struct Wrap<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+template <class T>
+using wrap_t = typename Wrap<T>::type;
+
+struct Add {
+  template <class T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(wrap_t<T>(a) + wrap_t<T>(b));
+  }
+};
+struct Sub {
+  template <class T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(wrap_t<T>(a) - wrap_t<T>(b));
+  }
+};
+struct Mul {
+  template <class T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(wrap_t<T>(a) * wrap_t<T>(b));
+  }
+};
+struct Div {
+  template <class T>
+  T operator()(T a, T b) const {
+    return a / b;
+  }
+};
+struct Pow {
+  template <class T>
+  T operator()(T a, T b) const {
+    return std::pow(a, b);
+  }
+};
+struct Maximum {  // NaN if either is NaN: a NaN `a` is kept, a NaN `b` wins a > b = false
+  template <class T>
+  T operator()(T a, T b) const {
+    return (is_nan(a) || a > b) ? a : b;
+  }
+};
+struct Minimum {
+  template <class T>
+  T operator()(T a, T b) const {
+    return (is_nan(a) || a < b) ? a : b;
+  }
+};
+
+template <class Op, class... Lists>
+void arithmetic_impl(const OpArgs& args) {
+  const BinaryOperands o(args);
+  expect_dtype(o.y, o.a.dtype, "y");
+  if (!dispatch<Lists...>(o.a.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        run_loop(o.plan, BinaryLoop<T, T, Op>{});
+      })) {
+    unsupported_dtype(o.a.dtype);
+  }
+}
+
+int32_t supports_float(void*, const kiln_op_args* args) {
+  const kiln_dtype d = input_dtype(args, 0);
+  return is_float_dtype(d) && input_dtype(args, 1) == d && output_dtype(args, 0) == d;
+}
+
+int32_t supports_float_int(void*, const kiln_op_args* args) {
+  const kiln_dtype d = input_dtype(args, 0);
+  return (is_float_dtype(d) || is_int_dtype(d)) && input_dtype(args, 1) == d &&
+         output_dtype(args, 0) == d;
+}
+
+template <class Op>
+constexpr kiln_kernel_fn float_int = &run_kernel<arithmetic_impl<Op, FloatTypes, IntTypes>>;
+template <class Op>
+constexpr kiln_kernel_fn float_only = &run_kernel<arithmetic_impl<Op, FloatTypes>>;
+
+}  // namespace
+
+void add_binary_kernels(KernelList& list) {
+  list.push_back({"kiln.add", float_int<Add>, &supports_float_int, kStridedInOut});
+  list.push_back({"kiln.sub", float_int<Sub>, &supports_float_int, kStridedInOut});
+  list.push_back({"kiln.mul", float_int<Mul>, &supports_float_int, kStridedInOut});
+  list.push_back({"kiln.maximum", float_int<Maximum>, &supports_float_int, kStridedInOut});
+  list.push_back({"kiln.minimum", float_int<Minimum>, &supports_float_int, kStridedInOut});
+  list.push_back({"kiln.div", float_only<Div>, &supports_float, kStridedInOut});
+  list.push_back({"kiln.pow", float_only<Pow>, &supports_float, kStridedInOut});
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,44 @@
+// kernels/binary_common.h — shared setup for two-input elementwise kernels.
+#ifndef KILN_CPU_KERNELS_BINARY_COMMON_H
+#define KILN_CPU_KERNELS_BINARY_COMMON_H
+
+#include "elementwise.h"
+
+namespace kiln::cpu {
+
+/// The operands of a binary op: inputs a, b and output y of one shape, a and b of
+/// one dtype, and the loop plan over (y, a, b). Built in place: the plan is large
+/// enough that copying it would show up in the cost of a 1-element op.
+struct BinaryOperands {
+  Tensor a, b, y;
+  LoopPlan<3> plan;
+
+  explicit BinaryOperands(const OpArgs& args)
+      : a(first_input(args)), b(args.input(1)), y(args.output(0)), plan(checked_plan(a, b, y)) {}
+
+ private:
+  static Tensor first_input(const OpArgs& args) {
+    args.expect_counts(2, 1);
+    return args.input(0);
+  }
+  static LoopPlan<3> checked_plan(const Tensor& a, const Tensor& b, const Tensor& y) {
+    expect_same_shape(a, y, "a");
+    expect_same_shape(b, y, "b");
+    expect_dtype(b, a.dtype, "b");
+    const Tensor* ops[3] = {&y, &a, &b};
+    return make_loop_plan(ops);
+  }
+};
+
+inline bool is_float_dtype(kiln_dtype d) {
+  return d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64 || d == KILN_DTYPE_FLOAT16 ||
+         d == KILN_DTYPE_BFLOAT16;
+}
+
+inline bool is_int_dtype(kiln_dtype d) {
+  return d == KILN_DTYPE_INT32 || d == KILN_DTYPE_INT64 || d == KILN_DTYPE_UINT8;
+}
+
+}  // namespace kiln::cpu
+
+#endif  // KILN_CPU_KERNELS_BINARY_COMMON_H

@@ -1,0 +1,130 @@
+// Comparisons (eq, ne, lt, le, gt, ge), logical_and / logical_or, and where.
+// Comparisons and logical ops take any one input dtype and write bool.
+#include "binary_common.h"
+#include "registry.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+using AllTypes = TypeList<float, double, float16, bfloat16, int32_t, int64_t, uint8_t, bool>;
+
+struct Eq {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a == b;
+  }
+};
+struct Ne {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a != b;
+  }
+};
+struct Lt {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a < b;
+  }
+};
+struct Le {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a <= b;
+  }
+};
+struct Gt {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a > b;
+  }
+};
+struct Ge {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a >= b;
+  }
+};
+struct LogicalAnd {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return (a != T(0)) & (b != T(0));
+  }
+};
+struct LogicalOr {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return (a != T(0)) | (b != T(0));
+  }
+};
+
+template <class Op>
+void predicate_impl(const OpArgs& args) {
+  const BinaryOperands o(args);
+  expect_dtype(o.y, KILN_DTYPE_BOOL, "y");
+  dispatch<AllTypes>(o.a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    run_loop(o.plan, BinaryLoop<bool, T, Op>{});
+  });
+}
+
+// y = c ? a : b on raw element bits: selection never needs to know the dtype.
+template <class Bits>
+struct WhereLoop {
+  void operator()(char* const* p, const int64_t* s, int64_t n) const {
+    Bits* y = reinterpret_cast<Bits*>(p[0]);
+    const bool* c = reinterpret_cast<const bool*>(p[1]);
+    const Bits* a = reinterpret_cast<const Bits*>(p[2]);
+    const Bits* b = reinterpret_cast<const Bits*>(p[3]);
+    if (s[0] == 1 && s[1] == 1 && s[2] == 1 && s[3] == 1) {
+      contiguous(y, c, a, b, n);
+    } else {
+      for (int64_t i = 0; i < n; ++i) y[i * s[0]] = c[i * s[1]] ? a[i * s[2]] : b[i * s[3]];
+    }
+  }
+  // Both loads are unconditional so the select vectorizes as a blend.
+  static void contiguous(Bits* __restrict y, const bool* __restrict c, const Bits* __restrict a,
+                         const Bits* __restrict b, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      const Bits av = a[i];
+      const Bits bv = b[i];
+      y[i] = c[i] ? av : bv;
+    }
+  }
+};
+
+void where_impl(const OpArgs& args) {
+  args.expect_counts(3, 1);
+  const Tensor condition = args.input(0);
+  const Tensor a = args.input(1);
+  const Tensor b = args.input(2);
+  const Tensor y = args.output(0);
+  expect_dtype(condition, KILN_DTYPE_BOOL, "condition");
+  expect_same_shape(condition, y, "condition");
+  expect_same_shape(a, y, "a");
+  expect_same_shape(b, y, "b");
+  expect_dtype(a, y.dtype, "a");
+  expect_dtype(b, y.dtype, "b");
+  const Tensor* ops[4] = {&y, &condition, &a, &b};
+  const LoopPlan<4> plan = make_loop_plan(ops);
+  dispatch_by_size(y.itemsize,
+                   [&](auto tag) { run_loop(plan, WhereLoop<typename decltype(tag)::type>{}); });
+}
+
+}  // namespace
+
+void add_compare_kernels(KernelList& list) {
+  list.push_back({"kiln.eq", &run_kernel<predicate_impl<Eq>>, nullptr, kStridedInOut});
+  list.push_back({"kiln.ne", &run_kernel<predicate_impl<Ne>>, nullptr, kStridedInOut});
+  list.push_back({"kiln.lt", &run_kernel<predicate_impl<Lt>>, nullptr, kStridedInOut});
+  list.push_back({"kiln.le", &run_kernel<predicate_impl<Le>>, nullptr, kStridedInOut});
+  list.push_back({"kiln.gt", &run_kernel<predicate_impl<Gt>>, nullptr, kStridedInOut});
+  list.push_back({"kiln.ge", &run_kernel<predicate_impl<Ge>>, nullptr, kStridedInOut});
+  list.push_back(
+      {"kiln.logical_and", &run_kernel<predicate_impl<LogicalAnd>>, nullptr, kStridedInOut});
+  list.push_back(
+      {"kiln.logical_or", &run_kernel<predicate_impl<LogicalOr>>, nullptr, kStridedInOut});
+  list.push_back({"kiln.where", &run_kernel<where_impl>, nullptr, kStridedInOut});
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,164 @@
+// kiln.matmul: batched GEMM through OpenBLAS.
+//
+// Each operand matrix is handed to cblas_?gemm on its own memory whenever its last
+// two dims are row-major (NoTrans) or column-major (Trans) with a valid leading
+// dimension, so transposed views cost nothing. Anything else (broadcast or
+// arbitrary strides inside a matrix) is packed into a contiguous temporary. Half
+// types are widened to float32, multiplied with sgemm and rounded once.
+//
+// GEMMs run on the op's calling thread, never inside a pool task, so OpenBLAS's own
+// threads have the cores to themselves (see thread_pool.h).
+#include <cblas.h>
+
+#include <climits>
+#include <cstring>
+#include <vector>
+
+#include "elementwise.h"
+#include "reduce_engine.h"
+#include "registry.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+struct MatrixLayout {
+  bool direct;  // false: pack first
+  CBLAS_TRANSPOSE trans;
+  int64_t ld;
+};
+
+// How BLAS can read a rows x cols matrix with the given element strides.
+MatrixLayout layout_of(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
+  if ((cols == 1 || col_stride == 1) && (rows == 1 || row_stride >= std::max<int64_t>(1, cols))) {
+    return {true, CblasNoTrans, rows == 1 ? std::max<int64_t>(1, cols) : row_stride};
+  }
+  if ((rows == 1 || row_stride == 1) && (cols == 1 || col_stride >= std::max<int64_t>(1, rows))) {
+    return {true, CblasTrans, cols == 1 ? std::max<int64_t>(1, rows) : col_stride};
+  }
+  return {false, CblasNoTrans, std::max<int64_t>(1, cols)};
+}
+
+// Copies a strided rows x cols matrix into a contiguous row-major buffer.
+template <class Dst, class Src>
+void pack(const Src* src, int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride,
+          Dst* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const Src* row = src + r * row_stride;
+    Dst* out = dst + r * cols;
+    for (int64_t c = 0; c < cols; ++c) out[c] = convert<Dst>(row[c * col_stride]);
+  }
+}
+
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const float* a, int lda,
+          const float* b, int ldb, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+}
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const double* a, int lda,
+          const double* b, int ldb, double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+}
+
+struct MatmulShape {
+  int64_t m, n, k, batch;
+  int batch_ndim;
+};
+
+// One operand matrix as BLAS will see it, packing into `scratch` when necessary.
+template <class Compute, class T>
+const Compute* blas_operand(const T* data, int64_t rows, int64_t cols, int64_t row_stride,
+                            int64_t col_stride, std::vector<Compute>& scratch,
+                            MatrixLayout& layout) {
+  layout = layout_of(rows, cols, row_stride, col_stride);
+  if constexpr (std::is_same_v<Compute, T>) {
+    if (layout.direct) return data;
+  }
+  scratch.resize(static_cast<size_t>(rows * cols));
+  pack(data, rows, cols, row_stride, col_stride, scratch.data());
+  layout = {true, CblasNoTrans, std::max<int64_t>(1, cols)};
+  return scratch.data();
+}
+
+template <class T>
+void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& y, const MatmulShape& s) {
+  // float64 multiplies in float64; everything else in float32.
+  using Compute = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const int nd = a.ndim;
+  const int64_t a_rs = a.strides[nd - 2], a_cs = a.strides[nd - 1];
+  const int64_t b_rs = b.strides[nd - 2], b_cs = b.strides[nd - 1];
+  std::vector<Compute> a_scratch, b_scratch, y_scratch;
+  for (int64_t batch = 0; batch < s.batch; ++batch) {
+    const T* a_ptr = a.ptr<const T>() + offset_of(batch, s.batch_ndim, a.shape, a.strides);
+    const T* b_ptr = b.ptr<const T>() + offset_of(batch, s.batch_ndim, b.shape, b.strides);
+    T* y_ptr = y.ptr<T>() + batch * s.m * s.n;
+    MatrixLayout la, lb;
+    const Compute* a_blas = blas_operand<Compute>(a_ptr, s.m, s.k, a_rs, a_cs, a_scratch, la);
+    const Compute* b_blas = blas_operand<Compute>(b_ptr, s.k, s.n, b_rs, b_cs, b_scratch, lb);
+    KILN_SDK_CHECK(la.ld <= INT_MAX && lb.ld <= INT_MAX, KILN_STATUS_UNSUPPORTED,
+                   "leading dimension above INT_MAX (", la.ld, ", ", lb.ld, ")");
+    Compute* c = nullptr;
+    if constexpr (std::is_same_v<Compute, T>) {
+      c = y_ptr;
+    } else {
+      y_scratch.resize(static_cast<size_t>(s.m * s.n));
+      c = y_scratch.data();
+    }
+    gemm(la.trans, lb.trans, static_cast<int>(s.m), static_cast<int>(s.n), static_cast<int>(s.k),
+         a_blas, static_cast<int>(la.ld), b_blas, static_cast<int>(lb.ld), c,
+         static_cast<int>(std::max<int64_t>(1, s.n)));
+    if constexpr (!std::is_same_v<Compute, T>) {
+      for (int64_t i = 0; i < s.m * s.n; ++i) y_ptr[i] = convert<T>(c[i]);
+    }
+  }
+}
+
+void matmul_impl(const OpArgs& args) {
+  args.expect_counts(2, 1);
+  const Tensor a = args.input(0);
+  const Tensor b = args.input(1);
+  const Tensor y = args.output(0);
+  const int nd = a.ndim;
+  KILN_CPU_CHECK_ARG(nd >= 2 && b.ndim == nd && y.ndim == nd,
+                     "a, b and y must have one rank >= 2, got ", a.ndim, ", ", b.ndim, ", ",
+                     y.ndim);
+  expect_dtype(b, a.dtype, "b");
+  expect_dtype(y, a.dtype, "y");
+  KILN_CPU_CHECK_ARG(y.is_contiguous(), "y must be contiguous");
+  MatmulShape s{a.shape[nd - 2], b.shape[nd - 1], a.shape[nd - 1], 1, nd - 2};
+  KILN_CPU_CHECK_ARG(b.shape[nd - 2] == s.k, "inner dims differ: a has ", s.k, " columns, b has ",
+                     b.shape[nd - 2], " rows");
+  KILN_CPU_CHECK_ARG(y.shape[nd - 2] == s.m && y.shape[nd - 1] == s.n, "y must be [..., ", s.m,
+                     ", ", s.n, "]");
+  for (int d = 0; d < s.batch_ndim; ++d) {
+    KILN_CPU_CHECK_ARG(a.shape[d] == y.shape[d] && b.shape[d] == y.shape[d], "batch dim ", d,
+                       " differs: a ", a.shape[d], ", b ", b.shape[d], ", y ", y.shape[d]);
+    s.batch *= y.shape[d];
+  }
+  KILN_SDK_CHECK(s.m <= INT_MAX && s.n <= INT_MAX && s.k <= INT_MAX, KILN_STATUS_UNSUPPORTED,
+                 "matrix dims above INT_MAX (", s.m, ", ", s.n, ", ", s.k, ")");
+  if (s.batch == 0 || s.m == 0 || s.n == 0) return;
+  if (s.k == 0) {  // an empty sum: zeros, without asking BLAS about a degenerate call
+    std::memset(y.data, 0, static_cast<size_t>(s.batch * s.m * s.n) * y.itemsize);
+    return;
+  }
+  if (!dispatch<FloatTypes>(
+          a.dtype, [&](auto tag) { matmul_typed<typename decltype(tag)::type>(a, b, y, s); })) {
+    unsupported_dtype(a.dtype);
+  }
+}
+
+int32_t supports_matmul(void*, const kiln_op_args* args) {
+  const kiln_dtype d = input_dtype(args, 0);
+  const bool is_float = d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64 ||
+                        d == KILN_DTYPE_FLOAT16 || d == KILN_DTYPE_BFLOAT16;
+  return is_float && input_dtype(args, 1) == d && output_dtype(args, 0) == d;
+}
+
+}  // namespace
+
+void add_matmul_kernels(KernelList& list) {
+  list.push_back(
+      {"kiln.matmul", &run_kernel<matmul_impl>, &supports_matmul, KILN_KERNEL_STRIDED_INPUTS});
+}
+
+}  // namespace kiln::cpu

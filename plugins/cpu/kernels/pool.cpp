@@ -1,0 +1,314 @@
+// 2-D pooling and its gradients: max_pool2d, avg_pool2d, adaptive_avg_pool2d.
+//
+// All operands are contiguous [N, C, H, W]. Every kernel works one (n, c) plane at a
+// time and parallelizes over planes, so each gradient element is accumulated by one
+// thread in a fixed order: results never depend on timing. Half types are computed
+// in float32.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "elementwise.h"
+#include "registry.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+struct Window {  // per-axis pooling parameters
+  int64_t kernel, stride, pad, dilation;
+};
+
+struct PoolShape {
+  int64_t planes, h, w, ho, wo;
+};
+
+// Checks x/y (or grad_x/grad_y) and returns the plane geometry.
+PoolShape pool_shape(const Tensor& x, const Tensor& y) {
+  KILN_CPU_CHECK_ARG(x.ndim == 4 && y.ndim == 4, "expected 4-D [N, C, H, W] operands, got ",
+                     shape_string(x), " and ", shape_string(y));
+  KILN_CPU_CHECK_ARG(x.shape[0] == y.shape[0] && x.shape[1] == y.shape[1], "batch/channel dims of ",
+                     shape_string(x), " and ", shape_string(y), " differ");
+  expect_contiguous(x, "x");
+  expect_contiguous(y, "y");
+  return {x.shape[0] * x.shape[1], x.shape[2], x.shape[3], y.shape[2], y.shape[3]};
+}
+
+void window_attrs(const OpArgs& args, bool with_dilation, Window& wh, Window& ww) {
+  const int64_t* k = args.attr_ints("kernel_size", 2);
+  const int64_t* s = args.attr_ints("stride", 2);
+  const int64_t* p = args.attr_ints("padding", 2);
+  const int64_t* d = with_dilation ? args.attr_ints("dilation", 2) : nullptr;
+  wh = {k[0], s[0], p[0], d ? d[0] : 1};
+  ww = {k[1], s[1], p[1], d ? d[1] : 1};
+  KILN_CPU_CHECK_ARG(wh.kernel > 0 && ww.kernel > 0 && wh.stride > 0 && ww.stride > 0 &&
+                         wh.dilation > 0 && ww.dilation > 0 && wh.pad >= 0 && ww.pad >= 0,
+                     "kernel_size, stride and dilation must be positive, padding non-negative");
+}
+
+// Runs fn(plane) for every (n, c) plane in parallel.
+template <class Fn>
+void for_each_plane(const PoolShape& s, int64_t work_per_plane, const Fn& fn) {
+  pool().parallel_for(0, s.planes,
+                      std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, work_per_plane)),
+                      [&](int64_t begin, int64_t end) {
+                        for (int64_t plane = begin; plane < end; ++plane) fn(plane);
+                      });
+}
+
+using PoolTypes = TypeList<float, double, float16, bfloat16>;
+
+template <class F>
+void dispatch_pool(kiln_dtype dtype, F&& fn) {
+  if (!dispatch<PoolTypes>(dtype, fn)) unsupported_dtype(dtype);
+}
+
+// ---- max pooling -------------------------------------------------------------------
+
+void max_pool2d_impl(const OpArgs& args) {
+  args.expect_counts(1, 2);
+  Window wh, ww;
+  window_attrs(args, true, wh, ww);
+  const Tensor x = args.input(0), y = args.output(0), indices = args.output(1);
+  const PoolShape s = pool_shape(x, y);
+  expect_dtype(y, x.dtype, "y");
+  expect_dtype(indices, KILN_DTYPE_INT64, "indices");
+  KILN_CPU_CHECK_ARG(y.same_shape(indices), "indices must have y's shape");
+  dispatch_pool(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    for_each_plane(s, s.ho * s.wo * wh.kernel * ww.kernel, [&](int64_t plane) {
+      const T* in = x.ptr<const T>() + plane * s.h * s.w;
+      T* out = y.ptr<T>() + plane * s.ho * s.wo;
+      int64_t* idx = indices.ptr<int64_t>() + plane * s.ho * s.wo;
+      for (int64_t oh = 0; oh < s.ho; ++oh) {
+        for (int64_t ow = 0; ow < s.wo; ++ow) {
+          // Padding is -inf: only real elements compete. First maximum wins ties; the
+          // first NaN wins over everything.
+          C best = -std::numeric_limits<C>::infinity();
+          int64_t best_index = -1;
+          for (int64_t kh = 0; kh < wh.kernel; ++kh) {
+            const int64_t ih = oh * wh.stride - wh.pad + kh * wh.dilation;
+            if (ih < 0 || ih >= s.h) continue;
+            for (int64_t kw = 0; kw < ww.kernel; ++kw) {
+              const int64_t iw = ow * ww.stride - ww.pad + kw * ww.dilation;
+              if (iw < 0 || iw >= s.w) continue;
+              const C v = load(in[ih * s.w + iw]);
+              const bool better =
+                  is_nan(v) ? !is_nan(best) || best_index < 0 : (best_index < 0 || v > best);
+              if (better) {
+                best = v;
+                best_index = ih * s.w + iw;
+              }
+            }
+          }
+          out[oh * s.wo + ow] = store<T>(best);
+          idx[oh * s.wo + ow] = best_index;
+        }
+      }
+    });
+  });
+}
+
+void max_pool2d_backward_impl(const OpArgs& args) {
+  args.expect_counts(2, 1);
+  const Tensor grad_y = args.input(0), indices = args.input(1), grad_x = args.output(0);
+  const PoolShape s = pool_shape(grad_x, grad_y);
+  expect_dtype(grad_x, grad_y.dtype, "grad_x");
+  expect_dtype(indices, KILN_DTYPE_INT64, "indices");
+  KILN_CPU_CHECK_ARG(grad_y.same_shape(indices), "indices must have grad_y's shape");
+  const int64_t plane_size = s.h * s.w;
+  dispatch_pool(grad_y.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    for_each_plane(s, plane_size + s.ho * s.wo, [&](int64_t plane) {
+      const T* g = grad_y.ptr<const T>() + plane * s.ho * s.wo;
+      const int64_t* idx = indices.ptr<const int64_t>() + plane * s.ho * s.wo;
+      T* out = grad_x.ptr<T>() + plane * plane_size;
+      if constexpr (is_half_v<T>) {
+        // Accumulate in float, round once per element.
+        std::vector<C> acc(static_cast<size_t>(plane_size), C(0));
+        for (int64_t i = 0; i < s.ho * s.wo; ++i) {
+          if (idx[i] >= 0 && idx[i] < plane_size) acc[static_cast<size_t>(idx[i])] += load(g[i]);
+        }
+        for (int64_t i = 0; i < plane_size; ++i) out[i] = store<T>(acc[static_cast<size_t>(i)]);
+      } else {
+        std::fill(out, out + plane_size, T(0));
+        for (int64_t i = 0; i < s.ho * s.wo; ++i) {
+          if (idx[i] >= 0 && idx[i] < plane_size) out[idx[i]] += g[i];
+        }
+      }
+    });
+  });
+}
+
+// ---- average pooling ---------------------------------------------------------------
+
+// One output's window, clipped to the input, and PyTorch's divisor for it.
+struct AvgWindow {
+  int64_t h0, h1, w0, w1;
+  int64_t divisor;
+};
+
+AvgWindow avg_window(int64_t oh, int64_t ow, const Window& wh, const Window& ww, const PoolShape& s,
+                     bool count_include_pad) {
+  int64_t h0 = oh * wh.stride - wh.pad, w0 = ow * ww.stride - ww.pad;
+  int64_t h1 = std::min(h0 + wh.kernel, s.h + wh.pad), w1 = std::min(w0 + ww.kernel, s.w + ww.pad);
+  const int64_t padded_size = (h1 - h0) * (w1 - w0);
+  h0 = std::max<int64_t>(h0, 0);
+  w0 = std::max<int64_t>(w0, 0);
+  h1 = std::min(h1, s.h);
+  w1 = std::min(w1, s.w);
+  const int64_t divisor = count_include_pad ? padded_size : (h1 - h0) * (w1 - w0);
+  return {h0, h1, w0, w1, divisor};
+}
+
+void avg_pool2d_impl(const OpArgs& args) {
+  args.expect_counts(1, 1);
+  Window wh, ww;
+  window_attrs(args, false, wh, ww);
+  const bool count_include_pad = args.attr_int("count_include_pad") != 0;
+  args.attr_int("ceil_mode");  // the output shape already reflects it
+  const Tensor x = args.input(0), y = args.output(0);
+  const PoolShape s = pool_shape(x, y);
+  expect_dtype(y, x.dtype, "y");
+  dispatch_pool(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    for_each_plane(s, s.ho * s.wo * wh.kernel * ww.kernel, [&](int64_t plane) {
+      const T* in = x.ptr<const T>() + plane * s.h * s.w;
+      T* out = y.ptr<T>() + plane * s.ho * s.wo;
+      for (int64_t oh = 0; oh < s.ho; ++oh) {
+        for (int64_t ow = 0; ow < s.wo; ++ow) {
+          const AvgWindow win = avg_window(oh, ow, wh, ww, s, count_include_pad);
+          Acc sum = 0;
+          for (int64_t ih = win.h0; ih < win.h1; ++ih) {
+            for (int64_t iw = win.w0; iw < win.w1; ++iw)
+              sum += static_cast<Acc>(load(in[ih * s.w + iw]));
+          }
+          out[oh * s.wo + ow] =
+              store<T>(win.divisor > 0 ? sum / static_cast<Acc>(win.divisor) : Acc(0));
+        }
+      }
+    });
+  });
+}
+
+void avg_pool2d_backward_impl(const OpArgs& args) {
+  args.expect_counts(1, 1);
+  Window wh, ww;
+  window_attrs(args, false, wh, ww);
+  const bool count_include_pad = args.attr_int("count_include_pad") != 0;
+  args.attr_int("ceil_mode");
+  const Tensor grad_y = args.input(0), grad_x = args.output(0);
+  const PoolShape s = pool_shape(grad_x, grad_y);
+  expect_dtype(grad_x, grad_y.dtype, "grad_x");
+  dispatch_pool(grad_y.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    for_each_plane(s, s.ho * s.wo * wh.kernel * ww.kernel, [&](int64_t plane) {
+      const T* g = grad_y.ptr<const T>() + plane * s.ho * s.wo;
+      T* out = grad_x.ptr<T>() + plane * s.h * s.w;
+      std::vector<Acc> acc(static_cast<size_t>(s.h * s.w), Acc(0));
+      for (int64_t oh = 0; oh < s.ho; ++oh) {
+        for (int64_t ow = 0; ow < s.wo; ++ow) {
+          const AvgWindow win = avg_window(oh, ow, wh, ww, s, count_include_pad);
+          if (win.divisor <= 0) continue;
+          const Acc share =
+              static_cast<Acc>(load(g[oh * s.wo + ow])) / static_cast<Acc>(win.divisor);
+          for (int64_t ih = win.h0; ih < win.h1; ++ih) {
+            for (int64_t iw = win.w0; iw < win.w1; ++iw)
+              acc[static_cast<size_t>(ih * s.w + iw)] += share;
+          }
+        }
+      }
+      for (int64_t i = 0; i < s.h * s.w; ++i) out[i] = store<T>(acc[static_cast<size_t>(i)]);
+    });
+  });
+}
+
+// ---- adaptive average pooling -----------------------------------------------------
+
+// Window i of `out` over `in`: [floor(i·in/out), ceil((i+1)·in/out)).
+int64_t adaptive_begin(int64_t i, int64_t in, int64_t out) { return i * in / out; }
+int64_t adaptive_end(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + out - 1) / out; }
+
+void adaptive_avg_pool2d_impl(const OpArgs& args) {
+  args.expect_counts(1, 1);
+  const Tensor x = args.input(0), y = args.output(0);
+  const PoolShape s = pool_shape(x, y);
+  expect_dtype(y, x.dtype, "y");
+  dispatch_pool(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    for_each_plane(s, s.h * s.w + s.ho * s.wo, [&](int64_t plane) {
+      const T* in = x.ptr<const T>() + plane * s.h * s.w;
+      T* out = y.ptr<T>() + plane * s.ho * s.wo;
+      for (int64_t oh = 0; oh < s.ho; ++oh) {
+        const int64_t h0 = adaptive_begin(oh, s.h, s.ho), h1 = adaptive_end(oh, s.h, s.ho);
+        for (int64_t ow = 0; ow < s.wo; ++ow) {
+          const int64_t w0 = adaptive_begin(ow, s.w, s.wo), w1 = adaptive_end(ow, s.w, s.wo);
+          Acc sum = 0;
+          for (int64_t ih = h0; ih < h1; ++ih) {
+            for (int64_t iw = w0; iw < w1; ++iw) sum += static_cast<Acc>(load(in[ih * s.w + iw]));
+          }
+          const int64_t count = (h1 - h0) * (w1 - w0);
+          out[oh * s.wo + ow] = store<T>(count > 0 ? sum / static_cast<Acc>(count) : Acc(0));
+        }
+      }
+    });
+  });
+}
+
+void adaptive_avg_pool2d_backward_impl(const OpArgs& args) {
+  args.expect_counts(1, 1);
+  const Tensor grad_y = args.input(0), grad_x = args.output(0);
+  const PoolShape s = pool_shape(grad_x, grad_y);
+  expect_dtype(grad_x, grad_y.dtype, "grad_x");
+  dispatch_pool(grad_y.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    for_each_plane(s, s.h * s.w + s.ho * s.wo, [&](int64_t plane) {
+      const T* g = grad_y.ptr<const T>() + plane * s.ho * s.wo;
+      T* out = grad_x.ptr<T>() + plane * s.h * s.w;
+      std::vector<Acc> acc(static_cast<size_t>(s.h * s.w), Acc(0));
+      for (int64_t oh = 0; oh < s.ho; ++oh) {
+        const int64_t h0 = adaptive_begin(oh, s.h, s.ho), h1 = adaptive_end(oh, s.h, s.ho);
+        for (int64_t ow = 0; ow < s.wo; ++ow) {
+          const int64_t w0 = adaptive_begin(ow, s.w, s.wo), w1 = adaptive_end(ow, s.w, s.wo);
+          const int64_t count = (h1 - h0) * (w1 - w0);
+          if (count <= 0) continue;
+          const Acc share = static_cast<Acc>(load(g[oh * s.wo + ow])) / static_cast<Acc>(count);
+          for (int64_t ih = h0; ih < h1; ++ih) {
+            for (int64_t iw = w0; iw < w1; ++iw) acc[static_cast<size_t>(ih * s.w + iw)] += share;
+          }
+        }
+      }
+      for (int64_t i = 0; i < s.h * s.w; ++i) out[i] = store<T>(acc[static_cast<size_t>(i)]);
+    });
+  });
+}
+
+int32_t supports_float_pool(void*, const kiln_op_args* args) {
+  const kiln_dtype d = input_dtype(args, 0);
+  return d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64 || d == KILN_DTYPE_FLOAT16 ||
+         d == KILN_DTYPE_BFLOAT16;
+}
+
+}  // namespace
+
+void add_pool_kernels(KernelList& list) {
+  list.push_back({"kiln.max_pool2d", &run_kernel<max_pool2d_impl>, &supports_float_pool, 0});
+  list.push_back(
+      {"kiln.max_pool2d_backward", &run_kernel<max_pool2d_backward_impl>, &supports_float_pool, 0});
+  list.push_back({"kiln.avg_pool2d", &run_kernel<avg_pool2d_impl>, &supports_float_pool, 0});
+  list.push_back(
+      {"kiln.avg_pool2d_backward", &run_kernel<avg_pool2d_backward_impl>, &supports_float_pool, 0});
+  list.push_back(
+      {"kiln.adaptive_avg_pool2d", &run_kernel<adaptive_avg_pool2d_impl>, &supports_float_pool, 0});
+  list.push_back({"kiln.adaptive_avg_pool2d_backward",
+                  &run_kernel<adaptive_avg_pool2d_backward_impl>, &supports_float_pool, 0});
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,318 @@
+// Elementwise unary ops: neg, abs, sign, exp, log, sqrt, sin, cos, tanh, rsqrt,
+// sigmoid, relu, gelu, clamp, logical_not. Half types compute in float32.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "elementwise.h"
+#include "registry.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+using AllTypes = TypeList<float, double, float16, bfloat16, int32_t, int64_t, uint8_t, bool>;
+
+// Integer negation wraps (−INT_MIN == INT_MIN) instead of overflowing.
+template <class T>
+T wrapping_neg(T x) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(U(0) - static_cast<U>(x)));
+}
+
+struct Neg {
+  template <class T>
+  T operator()(T x) const {
+    if constexpr (std::is_integral_v<T>)
+      return wrapping_neg(x);
+    else
+      return -x;
+  }
+};
+struct Abs {
+  template <class T>
+  T operator()(T x) const {
+    if constexpr (std::is_integral_v<T>)
+      return x < 0 ? wrapping_neg(x) : x;
+    else
+      return std::fabs(x);
+  }
+};
+struct Sign {  // NaN falls through both comparisons and stays NaN
+  template <class T>
+  T operator()(T x) const {
+    return x > T(0) ? T(1) : (x < T(0) ? T(-1) : (x == T(0) ? T(0) : x));
+  }
+};
+struct Relu {  // NaN < 0 is false: NaN stays NaN
+  template <class T>
+  T operator()(T x) const {
+    return x < T(0) ? T(0) : x;
+  }
+};
+struct Exp {
+  template <class T>
+  T operator()(T x) const {
+    return std::exp(x);
+  }
+};
+struct Log {
+  template <class T>
+  T operator()(T x) const {
+    return std::log(x);
+  }
+};
+struct Sqrt {
+  template <class T>
+  T operator()(T x) const {
+    return std::sqrt(x);
+  }
+};
+struct Sin {
+  template <class T>
+  T operator()(T x) const {
+    return std::sin(x);
+  }
+};
+struct Cos {
+  template <class T>
+  T operator()(T x) const {
+    return std::cos(x);
+  }
+};
+struct Tanh {
+  template <class T>
+  T operator()(T x) const {
+    return std::tanh(x);
+  }
+};
+struct Rsqrt {
+  template <class T>
+  T operator()(T x) const {
+    return T(1) / std::sqrt(x);
+  }
+};
+struct Sigmoid {
+  template <class T>
+  T operator()(T x) const {
+    return T(1) / (T(1) + std::exp(-x));
+  }
+};
+struct GeluExact {
+  template <class T>
+  T operator()(T x) const {
+    constexpr T kInvSqrt2 = T(0.70710678118654752440);
+    return T(0.5) * x * (T(1) + std::erf(x * kInvSqrt2));
+  }
+};
+struct GeluTanh {
+  template <class T>
+  T operator()(T x) const {
+    constexpr T kSqrt2OverPi = T(0.79788456080286535588);
+    constexpr T kCoefficient = T(0.044715);
+    return T(0.5) * x * (T(1) + std::tanh(kSqrt2OverPi * (x + kCoefficient * x * x * x)));
+  }
+};
+
+// min(max(x, lo), hi) with NaN passing through (comparisons with NaN are false).
+template <class T>
+struct Clamp {
+  T lo, hi;
+  T operator()(T x) const {
+    const T t = x < lo ? lo : x;
+    return t > hi ? hi : t;
+  }
+};
+
+struct LogicalNot {
+  template <class T>
+  bool operator()(T x) const {
+    return x == T(0);
+  }
+};
+
+template <class Op, class... Lists>
+void unary_same_dtype(const OpArgs& args, const Op& op) {
+  args.expect_counts(1, 1);
+  const Tensor x = args.input(0);
+  const Tensor y = args.output(0);
+  expect_same_shape(x, y, "x");
+  expect_dtype(y, x.dtype, "y");
+  const Tensor* ops[2] = {&y, &x};
+  const LoopPlan<2> plan = make_loop_plan(ops);
+  if (!dispatch<Lists...>(x.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        run_loop(plan, UnaryLoop<T, T, Op>{op});
+      })) {
+    unsupported_dtype(x.dtype);
+  }
+}
+
+template <class Op>
+void float_impl(const OpArgs& args) {
+  unary_same_dtype<Op, FloatTypes>(args, Op{});
+}
+
+template <class Op>
+void signed_impl(const OpArgs& args) {
+  unary_same_dtype<Op, FloatTypes, SignedIntTypes>(args, Op{});
+}
+
+void gelu_impl(const OpArgs& args) {
+  const char* approximate = args.attr_string("approximate");
+  if (std::strcmp(approximate, "none") == 0) return float_impl<GeluExact>(args);
+  if (std::strcmp(approximate, "tanh") == 0) return float_impl<GeluTanh>(args);
+  throw sdk::Error(
+      KILN_STATUS_INVALID_ARGUMENT,
+      sdk::str_cat("approximate must be \"none\" or \"tanh\", got \"", approximate, "\""));
+}
+
+// d/dx gelu(x), times grad_y.
+//   none: 0.5·(1 + erf(x/√2)) + x·φ(x),  φ(x) = exp(−x²/2)/√(2π)
+//   tanh: u = √(2/π)(x + 0.044715x³), t = tanh(u):
+//         0.5·(1 + t) + 0.5·x·(1 − t²)·√(2/π)(1 + 3·0.044715x²)
+struct GeluExactGrad {
+  template <class T>
+  T operator()(T grad, T x) const {
+    constexpr T kInvSqrt2 = T(0.70710678118654752440);
+    constexpr T kInvSqrt2Pi = T(0.39894228040143267794);
+    const T cdf = T(0.5) * (T(1) + std::erf(x * kInvSqrt2));
+    const T pdf = kInvSqrt2Pi * std::exp(T(-0.5) * x * x);
+    return grad * (cdf + x * pdf);
+  }
+};
+struct GeluTanhGrad {
+  template <class T>
+  T operator()(T grad, T x) const {
+    constexpr T kSqrt2OverPi = T(0.79788456080286535588);
+    constexpr T kCoefficient = T(0.044715);
+    const T x2 = x * x;
+    const T t = std::tanh(kSqrt2OverPi * (x + kCoefficient * x2 * x));
+    const T du = kSqrt2OverPi * (T(1) + T(3) * kCoefficient * x2);
+    return grad * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du);
+  }
+};
+
+template <class Op>
+void gelu_backward_typed(const OpArgs& args) {
+  args.expect_counts(2, 1);
+  const Tensor grad_y = args.input(0), x = args.input(1), grad_x = args.output(0);
+  expect_same_shape(x, grad_y, "x");
+  expect_same_shape(grad_x, grad_y, "grad_x");
+  expect_dtype(x, grad_y.dtype, "x");
+  expect_dtype(grad_x, grad_y.dtype, "grad_x");
+  const Tensor* ops[3] = {&grad_x, &grad_y, &x};
+  const LoopPlan<3> plan = make_loop_plan(ops);
+  if (!dispatch<FloatTypes>(grad_y.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        run_loop(plan, BinaryLoop<T, T, Op>{});
+      })) {
+    unsupported_dtype(grad_y.dtype);
+  }
+}
+
+void gelu_backward_impl(const OpArgs& args) {
+  const char* approximate = args.attr_string("approximate");
+  if (std::strcmp(approximate, "none") == 0) return gelu_backward_typed<GeluExactGrad>(args);
+  if (std::strcmp(approximate, "tanh") == 0) return gelu_backward_typed<GeluTanhGrad>(args);
+  throw sdk::Error(
+      KILN_STATUS_INVALID_ARGUMENT,
+      sdk::str_cat("approximate must be \"none\" or \"tanh\", got \"", approximate, "\""));
+}
+
+// Integer bounds: the smallest integer >= min and the largest <= max, saturated to the
+// dtype's range; a NaN bound is no bound, as it is for floats.
+template <class T>
+T integer_bound(double bound, bool is_min) {
+  constexpr double lowest = static_cast<double>(std::numeric_limits<T>::lowest());
+  constexpr double highest = static_cast<double>(std::numeric_limits<T>::max());
+  if (std::isnan(bound))
+    return is_min ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+  const double b = is_min ? std::ceil(bound) : std::floor(bound);
+  if (b <= lowest) return std::numeric_limits<T>::lowest();
+  if (b >= highest) return std::numeric_limits<T>::max();
+  return static_cast<T>(b);
+}
+
+void clamp_impl(const OpArgs& args) {
+  args.expect_counts(1, 1);
+  const double lo = args.attr_float("min");
+  const double hi = args.attr_float("max");
+  const Tensor x = args.input(0);
+  const Tensor y = args.output(0);
+  expect_same_shape(x, y, "x");
+  expect_dtype(y, x.dtype, "y");
+  const Tensor* ops[2] = {&y, &x};
+  const LoopPlan<2> plan = make_loop_plan(ops);
+  if (!dispatch<FloatTypes, SignedIntTypes>(x.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using C = compute_t<T>;
+        if constexpr (std::is_integral_v<T>) {
+          run_loop(plan, UnaryLoop<T, T, Clamp<C>>{
+                             {integer_bound<T>(lo, true), integer_bound<T>(hi, false)}});
+        } else {
+          run_loop(plan, UnaryLoop<T, T, Clamp<C>>{{static_cast<C>(lo), static_cast<C>(hi)}});
+        }
+      })) {
+    unsupported_dtype(x.dtype);
+  }
+}
+
+void logical_not_impl(const OpArgs& args) {
+  args.expect_counts(1, 1);
+  const Tensor x = args.input(0);
+  const Tensor y = args.output(0);
+  expect_same_shape(x, y, "x");
+  expect_dtype(y, KILN_DTYPE_BOOL, "y");
+  const Tensor* ops[2] = {&y, &x};
+  const LoopPlan<2> plan = make_loop_plan(ops);
+  dispatch<AllTypes>(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    run_loop(plan, UnaryLoop<bool, T, LogicalNot>{});
+  });
+}
+
+bool is_float(kiln_dtype d) {
+  return d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64 || d == KILN_DTYPE_FLOAT16 ||
+         d == KILN_DTYPE_BFLOAT16;
+}
+
+int32_t supports_float(void*, const kiln_op_args* args) {
+  const kiln_dtype d = input_dtype(args, 0);
+  return is_float(d) && output_dtype(args, 0) == d;
+}
+
+int32_t supports_float_signed(void*, const kiln_op_args* args) {
+  const kiln_dtype d = input_dtype(args, 0);
+  return (is_float(d) || d == KILN_DTYPE_INT32 || d == KILN_DTYPE_INT64) &&
+         output_dtype(args, 0) == d;
+}
+
+}  // namespace
+
+void add_unary_kernels(KernelList& list) {
+  list.push_back(
+      {"kiln.neg", &run_kernel<signed_impl<Neg>>, &supports_float_signed, kStridedInOut});
+  list.push_back(
+      {"kiln.abs", &run_kernel<signed_impl<Abs>>, &supports_float_signed, kStridedInOut});
+  list.push_back(
+      {"kiln.sign", &run_kernel<signed_impl<Sign>>, &supports_float_signed, kStridedInOut});
+  list.push_back(
+      {"kiln.relu", &run_kernel<signed_impl<Relu>>, &supports_float_signed, kStridedInOut});
+  list.push_back({"kiln.clamp", &run_kernel<clamp_impl>, &supports_float_signed, kStridedInOut});
+  list.push_back({"kiln.exp", &run_kernel<float_impl<Exp>>, &supports_float, kStridedInOut});
+  list.push_back({"kiln.log", &run_kernel<float_impl<Log>>, &supports_float, kStridedInOut});
+  list.push_back({"kiln.sqrt", &run_kernel<float_impl<Sqrt>>, &supports_float, kStridedInOut});
+  list.push_back({"kiln.sin", &run_kernel<float_impl<Sin>>, &supports_float, kStridedInOut});
+  list.push_back({"kiln.cos", &run_kernel<float_impl<Cos>>, &supports_float, kStridedInOut});
+  list.push_back({"kiln.tanh", &run_kernel<float_impl<Tanh>>, &supports_float, kStridedInOut});
+  list.push_back({"kiln.rsqrt", &run_kernel<float_impl<Rsqrt>>, &supports_float, kStridedInOut});
+  list.push_back(
+      {"kiln.sigmoid", &run_kernel<float_impl<Sigmoid>>, &supports_float, kStridedInOut});
+  list.push_back({"kiln.gelu", &run_kernel<gelu_impl>, &supports_float, kStridedInOut});
+  list.push_back({"kiln.gelu_backward", &run_kernel<gelu_backward_impl>, &supports_float,
+                  KILN_KERNEL_STRIDED_INPUTS});
+  list.push_back({"kiln.logical_not", &run_kernel<logical_not_impl>, nullptr, kStridedInOut});
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,195 @@
+// The CPU backend's entry point and its kiln_plugin_api table.
+//
+// Environment (read once, at the first kiln_plugin_init):
+//   KILN_CPU_DEVICES  logical devices cpu:0..N-1 (1..64, default 1). An invalid value
+//                     logs a warning through the host's log and falls back to 1:
+//                     a typo must not take away the backend every other one falls
+//                     back to.
+//   KILN_NUM_THREADS  threads for kernels and OpenBLAS (1..1024, default: all
+//                     hardware threads); invalid values warn and use the default.
+#include <cstring>
+
+#include "device.h"
+#include "kernels/registry.h"
+#include "kiln/c_api.h"
+#include "kiln/sdk/status.h"
+#include "logging.h"
+#include "streams.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+constexpr const char* kPluginName = "cpu";
+constexpr const char* kPluginVersion = "0.1.0";
+
+const char* describe(void*) { return plugin_state().description.c_str(); }
+
+Device& device_at(int32_t index) {
+  const auto& devices = plugin_state().devices;
+  KILN_SDK_CHECK(
+      index >= 0 && static_cast<size_t>(index) < devices.size(), KILN_STATUS_INVALID_ARGUMENT,
+      "device index ", index, " is out of range: ", devices.size(),
+      devices.size() == 1 ? " CPU device" : " CPU devices", " (set KILN_CPU_DEVICES for more)");
+  return *devices[static_cast<size_t>(index)];
+}
+
+kiln_status* device_count(void*, int32_t* count) {
+  return sdk::guard("device_count", [&] {
+    KILN_SDK_CHECK(count != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
+    *count = static_cast<int32_t>(plugin_state().devices.size());
+  });
+}
+
+kiln_status* device_get_properties(void*, int32_t index, kiln_device_properties* properties) {
+  return sdk::guard("device_get_properties", [&] {
+    KILN_SDK_CHECK(properties != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
+    device_at(index);
+    fill_properties(plugin_state(), properties);
+  });
+}
+
+kiln_status* device_open(void*, int32_t index, kiln_device** device) {
+  return sdk::guard("device_open", [&] {
+    KILN_SDK_CHECK(device != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
+    *device = to_handle(&device_at(index));
+  });
+}
+
+kiln_status* allocate(kiln_device* device, size_t bytes, size_t alignment, kiln_stream*,
+                      kiln_buffer** buffer, void** data) {
+  // Not guard(): the message prefix would cost a string on every call; the allocator
+  // throws only on the slow paths, and the catch below adds the context then.
+  try {
+    Device& d = from_handle(device);
+    KILN_SDK_CHECK(buffer != nullptr && data != nullptr, KILN_STATUS_INVALID_ARGUMENT,
+                   "null output pointer");
+    HostBlock* block = d.allocator().allocate(bytes, alignment);
+    *buffer = reinterpret_cast<kiln_buffer*>(block);
+    *data = block->data;
+    return nullptr;
+  } catch (...) {
+    std::string context = "allocate";
+    if (device != nullptr) context += " on " + reinterpret_cast<Device*>(device)->label();
+    return sdk::guard(context, [] { throw; });
+  }
+}
+
+kiln_status* deallocate(kiln_device* device, kiln_buffer* buffer, kiln_stream*) {
+  return sdk::guard("deallocate", [&] {
+    from_handle(device).allocator().deallocate(reinterpret_cast<HostBlock*>(buffer));
+  });
+}
+
+kiln_status* memory_stats(kiln_device* device, kiln_memory_stats* stats) {
+  return sdk::guard("memory_stats", [&] {
+    KILN_SDK_CHECK(stats != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
+    const kiln_memory_stats full = from_handle(device).allocator().stats();
+    // Write only the fields the caller's struct has room for.
+    const size_t size = std::min(stats->struct_size, sizeof full);
+    if (size > sizeof full.struct_size) {
+      std::memcpy(reinterpret_cast<char*>(stats) + sizeof full.struct_size,
+                  reinterpret_cast<const char*>(&full) + sizeof full.struct_size,
+                  size - sizeof full.struct_size);
+    }
+  });
+}
+
+kiln_status* empty_cache(kiln_device* device) {
+  return sdk::guard("empty_cache", [&] { from_handle(device).allocator().empty_cache(); });
+}
+
+// All three kinds are host memory here: a plain memcpy, finished on return.
+kiln_status* copy(kiln_device* device, kiln_stream*, int32_t kind, void* dst, const void* src,
+                  size_t bytes) {
+  if (device == nullptr || kind < KILN_COPY_HOST_TO_DEVICE || kind > KILN_COPY_DEVICE_TO_DEVICE ||
+      (bytes != 0 && (dst == nullptr || src == nullptr))) {
+    return sdk::make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            sdk::str_cat("copy: bad arguments (device ", device, ", kind ", kind,
+                                         ", dst ", dst, ", src ", src, ", ", bytes, " bytes)"));
+  }
+  if (bytes != 0 && dst != src) std::memmove(dst, src, bytes);
+  return nullptr;
+}
+
+kiln_status* get_kernel(kiln_device* device, const char* name, int32_t version,
+                        kiln_kernel* kernel) {
+  return sdk::guard("get_kernel", [&] {
+    from_handle(device);
+    KILN_SDK_CHECK(kernel != nullptr && name != nullptr, KILN_STATUS_INVALID_ARGUMENT,
+                   "null name or kernel");
+    KILN_SDK_CHECK(kernel->struct_size >= offsetof(kiln_kernel, run) + sizeof(kernel->run),
+                   KILN_STATUS_ABI_MISMATCH, "kiln_kernel.struct_size ", kernel->struct_size,
+                   " is too small to hold run");
+    kiln_kernel full{};
+    full.struct_size = kernel->struct_size;
+    if (const KernelEntry* entry = find_kernel(name, version)) {
+      full.run = entry->run;
+      full.context = const_cast<KernelEntry*>(entry);
+      full.supports = entry->supports;
+      full.flags = entry->flags;
+    }
+    // Unknown op or version: not an error; run stays NULL.
+    std::memcpy(kernel, &full, std::min(kernel->struct_size, sizeof full));
+  });
+}
+
+const void* get_extension(void*, const char*) { return nullptr; }
+
+const kiln_plugin_api kApi = {
+    sizeof(kiln_plugin_api),
+    KILN_ABI_MAJOR,
+    KILN_ABI_MINOR,
+    kPluginName,
+    kPluginVersion,
+    nullptr,
+    &describe,
+    &device_count,
+    &device_get_properties,
+    &device_open,
+    &allocate,
+    &deallocate,
+    &memory_stats,
+    &empty_cache,
+    &copy,
+    &stream_create,
+    &stream_destroy,
+    &stream_synchronize,
+    &event_create,
+    &event_destroy,
+    &event_record,
+    &stream_wait_event,
+    &event_synchronize,
+    &get_kernel,
+    &get_extension,
+};
+
+kiln_status* init(const kiln_host_api* host, const kiln_plugin_api** api) {
+  KILN_SDK_CHECK(host != nullptr && api != nullptr, KILN_STATUS_INVALID_ARGUMENT,
+                 "kiln_plugin_init: null host or api pointer");
+  const size_t version_end = offsetof(kiln_host_api, abi_minor) + sizeof(host->abi_minor);
+  KILN_SDK_CHECK(host->struct_size >= version_end, KILN_STATUS_ABI_MISMATCH,
+                 "kiln_host_api.struct_size ", host->struct_size,
+                 " is too small to hold the ABI version; the cpu plugin speaks ABI ",
+                 KILN_ABI_MAJOR, ".", KILN_ABI_MINOR);
+  KILN_SDK_CHECK(host->abi_major == KILN_ABI_MAJOR, KILN_STATUS_ABI_MISMATCH,
+                 "ABI major version mismatch: the host speaks ABI ", host->abi_major, ".",
+                 host->abi_minor, ", the cpu plugin speaks ABI ", KILN_ABI_MAJOR, ".",
+                 KILN_ABI_MINOR);
+  if (host->struct_size >= offsetof(kiln_host_api, log_level) + sizeof(host->log_level)) {
+    set_log_sink(host->log, host->log_level);
+  }
+  const PluginState& state = init_plugin_state();
+  log(KILN_LOG_DEBUG, std::string("initialized: ") + state.description);
+  *api = &kApi;
+  return nullptr;
+}
+
+}  // namespace
+
+}  // namespace kiln::cpu
+
+extern "C" KILN_PLUGIN_EXPORT kiln_status* kiln_plugin_init(const kiln_host_api* host,
+                                                            const kiln_plugin_api** api) {
+  return kiln::sdk::guard("cpu plugin", [&] { return kiln::cpu::init(host, api); });
+}

@@ -1,0 +1,205 @@
+// Every elementwise unary op on every device, against float64 references, over
+// contiguous, strided, transposed and offset inputs, 0-d and empty tensors, special
+// values, integer and half dtypes. Tolerances: see support/kiln_test.h
+// (float32 1e-5 relative + 1e-6 absolute; float64 1e-12; float16 2e-3; bfloat16 1.6e-2).
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "ops/conformance.h"
+
+namespace kiln::test {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct UnaryCase {
+  const char* name;
+  std::function<Tensor(const Tensor&)> op;
+  std::function<double(double)> ref;
+  double lo, hi;    // input range where the op is well-conditioned
+  bool integer_ok;  // defined for int32/int64 (catalogue: neg, abs, sign, relu)
+  bool special_ok;  // the reference is meaningful on NaN/inf inputs
+};
+
+double ref_sign(double x) { return std::isnan(x) ? x : (x > 0) - (x < 0); }
+double ref_relu(double x) { return std::isnan(x) ? x : std::max(x, 0.0); }
+double ref_sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+double ref_gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+double ref_gelu_tanh(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+const std::vector<UnaryCase>& unary_cases() {
+  static const std::vector<UnaryCase> cases = {
+      {"neg", [](const Tensor& x) { return kiln::neg(x); }, [](double x) { return -x; }, -3, 3,
+       true, true},
+      {"abs", [](const Tensor& x) { return kiln::abs(x); }, [](double x) { return std::abs(x); },
+       -3, 3, true, true},
+      {"sign", [](const Tensor& x) { return kiln::sign(x); }, ref_sign, -3, 3, true, true},
+      {"exp", [](const Tensor& x) { return kiln::exp(x); }, [](double x) { return std::exp(x); },
+       -4, 4, false, true},
+      {"log", [](const Tensor& x) { return kiln::log(x); }, [](double x) { return std::log(x); },
+       0.05, 5, false, true},
+      {"sqrt", [](const Tensor& x) { return kiln::sqrt(x); }, [](double x) { return std::sqrt(x); },
+       0, 5, false, true},
+      {"rsqrt", [](const Tensor& x) { return kiln::rsqrt(x); },
+       [](double x) { return 1 / std::sqrt(x); }, 0.05, 5, false, false},
+      {"sin", [](const Tensor& x) { return kiln::sin(x); }, [](double x) { return std::sin(x); },
+       -4, 4, false, false},
+      {"cos", [](const Tensor& x) { return kiln::cos(x); }, [](double x) { return std::cos(x); },
+       -4, 4, false, false},
+      {"tanh", [](const Tensor& x) { return kiln::tanh(x); }, [](double x) { return std::tanh(x); },
+       -3, 3, false, true},
+      {"sigmoid", [](const Tensor& x) { return kiln::sigmoid(x); }, ref_sigmoid, -6, 6, false,
+       true},
+      {"relu", [](const Tensor& x) { return kiln::relu(x); }, ref_relu, -3, 3, true, true},
+      {"gelu", [](const Tensor& x) { return kiln::gelu(x); }, ref_gelu, -4, 4, false, false},
+      {"gelu_tanh", [](const Tensor& x) { return kiln::gelu(x, "tanh"); }, ref_gelu_tanh, -4, 4,
+       false, false},
+  };
+  return cases;
+}
+
+class UnaryOps : public DeviceTest {};
+
+TEST_P(UnaryOps, EveryOpEveryLayoutFloat32AndFloat64) {
+  uint32_t seed = 100;
+  for (const UnaryCase& c : unary_cases()) {
+    for (DType dtype : {float32, float64}) {
+      for (Layout layout : kAllLayouts) {
+        SCOPED_TRACE(std::string(c.name) + " " + std::string(dtype_name(dtype)) + " " +
+                     layout_name(layout));
+        auto x = random({3, 5}, ++seed, dtype, layout, c.lo, c.hi);
+        auto y = c.op(x);
+        EXPECT_EQ(y.dtype(), dtype);
+        EXPECT_EQ(y.device(), device());
+        EXPECT_TRUE(matches(y, map_unary(ref_of(x), c.ref), tolerance_for(dtype)));
+      }
+    }
+  }
+}
+
+TEST_P(UnaryOps, ExpandedInput) {
+  for (const UnaryCase& c : unary_cases()) {
+    SCOPED_TRACE(c.name);
+    auto x = random({3, 1}, 7, float32, Layout::Contiguous, c.lo, c.hi).expand({3, 4});
+    EXPECT_TRUE(matches(c.op(x), map_unary(ref_of(x), c.ref), kFloat32Tol));
+  }
+}
+
+TEST_P(UnaryOps, ZeroDimAndEmpty) {
+  for (const UnaryCase& c : unary_cases()) {
+    SCOPED_TRACE(c.name);
+    auto s = make({(c.lo + c.hi) / 3}, {});
+    auto y = c.op(s);
+    EXPECT_EQ(y.dim(), 0);
+    EXPECT_TRUE(matches(y, map_unary(ref_of(s), c.ref), kFloat32Tol));
+    auto e = zeros({0, 3}, opts());
+    auto ye = c.op(e);
+    EXPECT_EQ(ye.shape(), IntArrayRef({0, 3}));
+    EXPECT_EQ(ye.device(), device());
+  }
+}
+
+TEST_P(UnaryOps, SpecialValues) {
+  const std::vector<double> specials = {kNaN, kInf, -kInf, 0.0, 1.0, -1.0};
+  for (const UnaryCase& c : unary_cases()) {
+    if (!c.special_ok) continue;
+    for (DType dtype : {float32, float64}) {
+      SCOPED_TRACE(std::string(c.name) + " " + std::string(dtype_name(dtype)));
+      auto x = make(specials, {6}, dtype);
+      EXPECT_TRUE(matches(c.op(x), map_unary(ref_of(x), c.ref), tolerance_for(dtype)));
+    }
+  }
+}
+
+TEST_P(UnaryOps, IntegerDTypesWhereTheCatalogueDefinesThem) {
+  for (const UnaryCase& c : unary_cases()) {
+    if (!c.integer_ok) continue;
+    for (DType dtype : {int32, int64}) {
+      for (Layout layout : {Layout::Contiguous, Layout::Transposed}) {
+        SCOPED_TRACE(std::string(c.name) + " " + std::string(dtype_name(dtype)) + " " +
+                     layout_name(layout));
+        auto x = make(random_ints(12, 3, -50, 50), {3, 4}, dtype, layout);
+        auto y = c.op(x);
+        EXPECT_EQ(y.dtype(), dtype);
+        EXPECT_TRUE(matches(y, map_unary(ref_of(x), c.ref), kExact));
+      }
+    }
+  }
+}
+
+TEST_P(UnaryOps, HalfDTypesComputeAndRoundOnce) {
+  const char* names[] = {"neg", "abs", "exp", "sqrt", "tanh", "sigmoid", "relu", "gelu"};
+  for (const UnaryCase& c : unary_cases()) {
+    if (std::find_if(std::begin(names), std::end(names),
+                     [&](const char* n) { return c.name == std::string(n); }) == std::end(names))
+      continue;
+    for (DType dtype : {float16, bfloat16}) {
+      SCOPED_TRACE(std::string(c.name) + " " + std::string(dtype_name(dtype)));
+      const double lo = std::max(c.lo, -2.0), hi = std::min(c.hi, 2.0);
+      auto x = make(random_grid(16, 11, lo, hi, 16), {4, 4}, dtype, Layout::Strided);
+      auto y = c.op(x);
+      EXPECT_EQ(y.dtype(), dtype);
+      EXPECT_TRUE(matches(y, map_unary(ref_of(x), c.ref), tolerance_for(dtype)));
+    }
+  }
+}
+
+TEST_P(UnaryOps, LogicalNotGivesBool) {
+  auto f = make({0, 1.5, -2, 0, kNaN}, {5});
+  auto y = logical_not(f);
+  EXPECT_EQ(y.dtype(), kbool);
+  EXPECT_EQ(y.device(), device());
+  EXPECT_EQ(y.to_vector<bool>(), (std::vector<bool>{true, false, false, true, false}));
+  auto i = make({0, 3, -1}, {3}, int64, Layout::Strided);
+  EXPECT_EQ(logical_not(i).to_vector<bool>(), (std::vector<bool>{true, false, false}));
+  auto b = make({1, 0, 1, 1}, {2, 2}, kbool, Layout::Transposed);
+  EXPECT_EQ(b.logical_not().to_vector<bool>(), (std::vector<bool>{false, true, false, false}));
+  auto u = make({0, 255}, {2}, uint8);
+  EXPECT_EQ(logical_not(u).to_vector<bool>(), (std::vector<bool>{true, false}));
+  EXPECT_EQ(logical_not(zeros({0}, opts())).numel(), 0);
+}
+
+TEST_P(UnaryOps, MethodsMatchFreeFunctions) {
+  auto x = random({2, 3}, 5, float32, Layout::Contiguous, 0.1, 2);
+  auto same = [](const Tensor& a, const Tensor& b) {
+    return a.shape() == b.shape() && a.to_vector<float>() == b.to_vector<float>();
+  };
+  EXPECT_TRUE(same(x.neg(), neg(x)));
+  EXPECT_TRUE(same(-x, neg(x)));
+  EXPECT_TRUE(same(x.abs(), abs(x)));
+  EXPECT_TRUE(same(x.sign(), sign(x)));
+  EXPECT_TRUE(same(x.exp(), exp(x)));
+  EXPECT_TRUE(same(x.log(), log(x)));
+  EXPECT_TRUE(same(x.sqrt(), sqrt(x)));
+  EXPECT_TRUE(same(x.rsqrt(), rsqrt(x)));
+  EXPECT_TRUE(same(x.sin(), sin(x)));
+  EXPECT_TRUE(same(x.cos(), cos(x)));
+  EXPECT_TRUE(same(x.tanh(), tanh(x)));
+  EXPECT_TRUE(same(x.sigmoid(), sigmoid(x)));
+  EXPECT_TRUE(same(x.relu(), relu(x)));
+  EXPECT_TRUE(same(x.gelu(), gelu(x)));
+  EXPECT_TRUE(same(x.gelu("tanh"), gelu(x, "tanh")));
+  EXPECT_FALSE(same(x.gelu("tanh"), gelu(x)));  // the approximation differs somewhere
+}
+
+TEST_P(UnaryOps, UnknownGeluApproximationThrows) {
+  auto x = zeros({2}, opts());
+  EXPECT_KILN_ERROR(gelu(x, "fast"), "fast");
+}
+
+TEST_P(UnaryOps, InputIsNotModified) {
+  auto x = make({-1, 4, 9}, {3});
+  (void)sqrt(x);
+  (void)relu(x);
+  (void)neg(x);
+  EXPECT_TRUE(matches(x, {3}, {-1, 4, 9}));
+}
+
+KILN_INSTANTIATE_FOR_EVERY_DEVICE(UnaryOps);
+
+}  // namespace
+}  // namespace kiln::test

@@ -8,6 +8,7 @@
 ///     std::cout << (x.matmul(x.t()) + 1).relu();
 ///   }
 
+#include "kiln/autograd.h"
 #include "kiln/device.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"

@@ -32,6 +32,9 @@ namespace kiln {
 namespace detail {
 struct TensorImpl;
 }
+namespace autograd {
+class Node;
+}
 
 /// Where and as what a new tensor is created; chainable, with the defaults in one
 /// place: dtype float32, device default_device().
@@ -45,6 +48,9 @@ struct TensorOptions {
 
   TensorOptions& dtype(DType d) { dtype_ = d; return *this; }
   TensorOptions& device(const Device& d) { device_ = d; return *this; }
+  /// Create a leaf that requires gradients (float dtypes only).
+  TensorOptions& requires_grad(bool r) { requires_grad_ = r; return *this; }
+  bool requires_grad() const { return requires_grad_; }
   /// The named dtype, or float32 when none was named.
   DType dtype() const { return dtype_.value_or(DType::Float32); }
   bool has_dtype() const { return dtype_.has_value(); }
@@ -55,6 +61,7 @@ struct TensorOptions {
  private:
   std::optional<DType> dtype_;
   std::optional<Device> device_;
+  bool requires_grad_ = false;
 };
 
 class Tensor {
@@ -126,6 +133,9 @@ class Tensor {
   /// All elements in row-major order, converted to T. Waits for pending work.
   template <typename T>
   std::vector<T> to_vector() const;
+  /// Copies the raw elements (row-major, this dtype, native byte order) into
+  /// `dst`, which must hold exactly numel() * element_size() bytes. Waits.
+  void copy_to_host(void* dst, size_t bytes) const;
 
   // -- in place (return *this) ------------------------------------------------------
   /// Copies `src` (broadcast to this shape, converted to this dtype, from any device).
@@ -176,6 +186,29 @@ class Tensor {
 
   Tensor matmul(const Tensor& other) const;
 
+  // -- autograd (see autograd.h) ---------------------------------------------------------
+  bool requires_grad() const;
+  /// Marks a leaf tensor as needing gradients (float dtypes only); returns *this.
+  Tensor& requires_grad_(bool requires_grad = true);
+  /// The gradient accumulated by backward() (undefined until then).
+  Tensor grad() const;
+  /// Replaces the gradient (an undefined tensor clears it), e.g. for zero_grad.
+  void set_grad(const Tensor& grad);
+  /// True for tensors not produced by a recorded op.
+  bool is_leaf() const;
+  /// Keeps .grad() for this non-leaf tensor during backward().
+  void retain_grad() const;
+  /// The node that produced this tensor; null for leaves.
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  /// Shares storage, but is cut from the graph and does not require grad.
+  Tensor detach() const;
+  /// Makes this tensor (every handle to it) view `data`'s storage, shape and dtype,
+  /// keeping its autograd state: how modules move parameters between devices.
+  void set_data(const Tensor& data);
+  /// Computes the gradients of this tensor with respect to the leaves. `gradient`
+  /// may be omitted for a single-element tensor.
+  void backward(const Tensor& gradient = {}, bool retain_graph = false) const;
+
   /// Internal: the implementation object (for the frontend's own code).
   const std::shared_ptr<detail::TensorImpl>& impl() const { return impl_; }
 
@@ -201,12 +234,17 @@ Tensor arange(Scalar end, TensorOptions options = {});
 Tensor arange(Scalar start, Scalar end, Scalar step = 1, TensorOptions options = {});
 /// `steps` evenly spaced values from start to end, both included.
 Tensor linspace(double start, double end, int64_t steps, TensorOptions options = {});
-/// A tensor holding `values` with `shape` (default: 1-D); the dtype is T's unless
-/// the options name another (then converted), e.g.
+/// A tensor holding `values` with `shape` (an empty shape means 1-D; use
+/// scalar_tensor for 0-d); the dtype is T's unless the options name another (then
+/// converted), e.g.
 ///   kiln::from_vector<float>({1, 2, 3, 4}, {2, 2})
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, IntArrayRef shape = {},
-                   TensorOptions options = TensorOptions(dtype_of<T>()));
+                   TensorOptions options = {});
+/// A tensor of `dtype` and `shape` holding a copy of the raw row-major bytes at
+/// `data` (numel * element_size bytes, native byte order), on the options' device.
+/// Works for every dtype, float16 and bfloat16 included.
+Tensor from_blob(const void* data, IntArrayRef shape, DType dtype, TensorOptions options = {});
 /// A 0-d tensor.
 Tensor scalar_tensor(Scalar value, TensorOptions options = {});
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "autograd/record.h"
 #include "core/tensor_impl.h"
 #include "kiln/error.h"
 #include "ops/common.h"
@@ -14,6 +15,30 @@ namespace kiln {
 using detail::impl_of;
 using detail::SmallDims;
 using detail::wrap_dim;
+namespace ag = detail::autograd_impl;
+
+namespace {
+// Returns the view `out` of `in`, recorded with backward `bw(grad)` when `in`
+// requires grad.
+template <typename F>
+Tensor recorded(const char* name, const Tensor& in, Tensor out, F bw) {
+  if (ag::needs_grad({&in}))
+    ag::record(name, out, {&in}, {},
+               [bw = std::move(bw)](const std::vector<Tensor>&, const Tensor& g)
+                   -> std::vector<Tensor> { return {bw(g)}; });
+  return out;
+}
+
+// Gradient of a view that picks part of its input: zeros with the picked part set.
+template <typename Pick>
+auto scatter_back(const Tensor& in, Pick pick) {
+  return [shape = in.shape().vec(), dtype = in.dtype(), device = in.device(), pick](const Tensor& g) {
+    Tensor z = zeros(shape, TensorOptions(dtype).device(device));
+    pick(z).copy_(g);
+    return z;
+  };
+}
+}  // namespace
 
 Tensor::Tensor(std::shared_ptr<detail::TensorImpl> impl) : impl_(std::move(impl)) {}
 
@@ -118,7 +143,8 @@ Tensor Tensor::view(IntArrayRef shape) const {
              "view: shape ", this->shape(), " with strides ", this->strides(),
              " cannot be viewed as ", IntArrayRef(new_shape),
              " without a copy; use reshape() (which copies when it must)");
-  return detail::make_view(*this, new_shape, strides, impl.offset);
+  return recorded("ViewBackward", *this, detail::make_view(*this, new_shape, strides, impl.offset),
+                  [s = this->shape().vec()](const Tensor& g) { return g.reshape(s); });
 }
 
 Tensor Tensor::reshape(IntArrayRef shape) const {
@@ -126,7 +152,9 @@ Tensor Tensor::reshape(IntArrayRef shape) const {
   SmallDims new_shape = infer_shape(shape, impl.numel, "reshape");
   SmallDims strides;
   if (view_strides(this->shape(), this->strides(), new_shape, strides))
-    return detail::make_view(*this, new_shape, strides, impl.offset);
+    return recorded("ReshapeBackward", *this,
+                    detail::make_view(*this, new_shape, strides, impl.offset),
+                    [s = this->shape().vec()](const Tensor& g) { return g.reshape(s); });
   return contiguous().view(new_shape);
 }
 
@@ -155,7 +183,8 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   SmallDims shape = impl.shape, strides = impl.strides;
   std::swap(shape[d0], shape[d1]);
   std::swap(strides[d0], strides[d1]);
-  return detail::make_view(*this, shape, strides, impl.offset);
+  return recorded("TransposeBackward", *this, detail::make_view(*this, shape, strides, impl.offset),
+                  [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
 }
 
 Tensor Tensor::t() const {
@@ -178,7 +207,11 @@ Tensor Tensor::permute(IntArrayRef dims) const {
     shape[i] = impl.shape[d];
     strides[i] = impl.strides[d];
   }
-  return detail::make_view(*this, shape, strides, impl.offset);
+  std::vector<int64_t> inverse(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i)
+    inverse[static_cast<size_t>(wrap_dim(dims[i], impl.dim(), "permute"))] = static_cast<int64_t>(i);
+  return recorded("PermuteBackward", *this, detail::make_view(*this, shape, strides, impl.offset),
+                  [inverse](const Tensor& g) { return g.permute(inverse); });
 }
 
 // -- slicing ---------------------------------------------------------------------------
@@ -195,7 +228,9 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
   SmallDims shape = impl.shape, strides = impl.strides;
   shape[dim] = (end - start + step - 1) / step;
   strides[dim] *= step;
-  return detail::make_view(*this, shape, strides, impl.offset + start * impl.strides[dim]);
+  return recorded("SliceBackward", *this,
+                  detail::make_view(*this, shape, strides, impl.offset + start * impl.strides[dim]),
+                  scatter_back(*this, [=](const Tensor& z) { return z.slice(dim, start, end, step); }));
 }
 
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
@@ -208,7 +243,9 @@ Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
              start + length, ") is out of bounds for dimension ", dim, " of size ", n);
   SmallDims shape = impl.shape;
   shape[dim] = length;
-  return detail::make_view(*this, shape, impl.strides, impl.offset + start * impl.strides[dim]);
+  return recorded("NarrowBackward", *this,
+                  detail::make_view(*this, shape, impl.strides, impl.offset + start * impl.strides[dim]),
+                  scatter_back(*this, [=](const Tensor& z) { return z.narrow(dim, start, length); }));
 }
 
 Tensor Tensor::select(int64_t dim, int64_t index) const {
@@ -222,7 +259,9 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
   SmallDims shape = impl.shape, strides = impl.strides;
   shape.erase(shape.begin() + dim);
   strides.erase(strides.begin() + dim);
-  return detail::make_view(*this, shape, strides, impl.offset + index * impl.strides[dim]);
+  return recorded("SelectBackward", *this,
+                  detail::make_view(*this, shape, strides, impl.offset + index * impl.strides[dim]),
+                  scatter_back(*this, [=](const Tensor& z) { return z.select(dim, index); }));
 }
 
 Tensor Tensor::squeeze() const {
@@ -233,7 +272,8 @@ Tensor Tensor::squeeze() const {
     shape.push_back(impl.shape[i]);
     strides.push_back(impl.strides[i]);
   }
-  return detail::make_view(*this, shape, strides, impl.offset);
+  return recorded("SqueezeBackward", *this, detail::make_view(*this, shape, strides, impl.offset),
+                  [s = this->shape().vec()](const Tensor& g) { return g.reshape(s); });
 }
 
 Tensor Tensor::squeeze(int64_t dim) const {
@@ -244,7 +284,8 @@ Tensor Tensor::squeeze(int64_t dim) const {
   SmallDims shape = impl.shape, strides = impl.strides;
   shape.erase(shape.begin() + dim);
   strides.erase(strides.begin() + dim);
-  return detail::make_view(*this, shape, strides, impl.offset);
+  return recorded("SqueezeBackward", *this, detail::make_view(*this, shape, strides, impl.offset),
+                  [s = this->shape().vec()](const Tensor& g) { return g.reshape(s); });
 }
 
 Tensor Tensor::unsqueeze(int64_t dim) const {
@@ -254,13 +295,19 @@ Tensor Tensor::unsqueeze(int64_t dim) const {
   int64_t stride = dim < impl.dim() ? impl.shape[dim] * impl.strides[dim] : 1;
   shape.insert(shape.begin() + dim, 1);
   strides.insert(strides.begin() + dim, stride);
-  return detail::make_view(*this, shape, strides, impl.offset);
+  return recorded("UnsqueezeBackward", *this, detail::make_view(*this, shape, strides, impl.offset),
+                  [s = this->shape().vec()](const Tensor& g) { return g.reshape(s); });
 }
 
 Tensor Tensor::expand(IntArrayRef shape) const {
-  const auto& impl = impl_of(*this, "expand");
+  return recorded("ExpandBackward", *this, detail::expand_view(*this, shape),
+                  [s = this->shape().vec()](const Tensor& g) { return ag::sum_to(g, s); });
+}
+
+Tensor detail::expand_view(const Tensor& self, IntArrayRef shape) {
+  const auto& impl = impl_of(self, "expand");
   int64_t n = static_cast<int64_t>(shape.size());
-  KILN_CHECK(n >= impl.dim(), "expand: cannot expand shape ", this->shape(), " to ", shape,
+  KILN_CHECK(n >= impl.dim(), "expand: cannot expand shape ", self.shape(), " to ", shape,
              " (fewer dimensions)");
   SmallDims out_shape(n), out_strides(n);
   for (int64_t i = n - 1; i >= 0; --i) {
@@ -277,11 +324,11 @@ Tensor Tensor::expand(IntArrayRef shape) const {
     if (want == -1) want = have;
     KILN_CHECK(have == want || have == 1, "expand: the expanded size ", want,
                " must match the existing size ", have, " at dimension ", i, " (shape ",
-               this->shape(), " to ", shape, ")");
+               self.shape(), " to ", shape, ")");
     out_shape[i] = want;
     out_strides[i] = have == want ? impl.strides[src] : 0;
   }
-  return detail::make_view(*this, out_shape, out_strides, impl.offset);
+  return detail::make_view(self, out_shape, out_strides, impl.offset);
 }
 
 // -- copies ----------------------------------------------------------------------------
@@ -294,7 +341,23 @@ Tensor Tensor::clone() const {
   const auto& impl = impl_of(*this, "clone");
   Tensor out = detail::make_tensor(impl.device(), shape(), impl.dtype);
   detail::dispatch(detail::OpId::copy, {impl_.get()}, {out.impl().get()});
-  return out;
+  return recorded("CloneBackward", *this, out, [](const Tensor& g) { return g; });
+}
+
+}  // namespace kiln
+
+namespace kiln {
+
+void Tensor::set_data(const Tensor& data) {
+  impl_of(*this, "set_data");
+  const auto& src = impl_of(data, "set_data");
+  auto& dst = *impl_;
+  dst.storage = src.storage;
+  dst.shape = src.shape;
+  dst.strides = src.strides;
+  dst.offset = src.offset;
+  dst.numel = src.numel;
+  dst.dtype = src.dtype;
 }
 
 }  // namespace kiln

@@ -28,6 +28,20 @@ struct Storage {
   kiln_buffer* const buffer;
   void* const data;
   const size_t bytes;
+  /// Bumped by every in-place write, so autograd can tell that a tensor it saved
+  /// for backward was modified afterwards.
+  uint64_t version = 0;
+};
+
+/// Autograd state of one tensor; absent (null) for the common tensor that neither
+/// requires grad nor was produced by a recorded op.
+struct AutogradMeta {
+  bool requires_grad = false;
+  bool retains_grad = false;
+  Tensor grad;
+  std::shared_ptr<autograd::Node> grad_fn;  // null for leaves
+  uint32_t output_nr = 0;
+  std::weak_ptr<autograd::Node> grad_accumulator;  // leaves only
 };
 
 struct TensorImpl {
@@ -37,6 +51,7 @@ struct TensorImpl {
   int64_t offset = 0;  // in elements
   int64_t numel = 1;
   DType dtype = DType::Float32;
+  std::unique_ptr<AutogradMeta> autograd;
 
   DeviceContext* device() const { return storage->device; }
   int64_t dim() const { return static_cast<int64_t>(shape.size()); }
@@ -57,6 +72,9 @@ int64_t checked_numel(IntArrayRef shape, const char* op);
 Tensor make_tensor(DeviceContext* device, IntArrayRef shape, DType dtype);
 /// A view of `base`'s storage with new metadata.
 Tensor make_view(const Tensor& base, IntArrayRef shape, IntArrayRef strides, int64_t offset);
+
+/// `self` broadcast to `shape` as a view (not recorded by autograd).
+Tensor expand_view(const Tensor& self, IntArrayRef shape);
 
 /// The impl of a defined tensor; throws naming `op` for an undefined one.
 const TensorImpl& impl_of(const Tensor& t, const char* op);

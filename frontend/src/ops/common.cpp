@@ -47,7 +47,7 @@ SmallDims broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
 
 Tensor expand_to(const Tensor& t, IntArrayRef shape) {
   if (t.shape() == shape) return t;
-  return t.expand(shape);
+  return expand_view(t, shape);
 }
 
 Tensor cast(const Tensor& t, DType dtype) {

@@ -6,6 +6,7 @@
 
 #include "core/tensor_impl.h"
 #include "kiln/error.h"
+#include "kiln/random.h"
 #include "kiln/tensor.h"
 #include "ops/dispatch.h"
 
@@ -32,6 +33,9 @@ Tensor empty_on(const Tensor& like, IntArrayRef shape, DType dtype);
 
 /// A 0-d tensor holding `value` on `like`'s device.
 Tensor scalar_on(const Tensor& like, Scalar value, DType dtype);
+
+/// Reserves `n` elements of the global Philox stream: returns (seed, first offset).
+GeneratorState reserve_random(int64_t n);
 
 /// "[2, 3]" for messages.
 std::string shape_str(IntArrayRef shape);

@@ -3,13 +3,18 @@
 // returns only when the data is there: that is Kiln's one synchronization point.
 
 #include <cstring>
+#include <limits>
 #include <memory>
 
+#include "autograd/record.h"
+#include "kiln/autograd.h"
 #include "kiln/ops.h"
 #include "ops/common.h"
 #include "runtime/registry.h"
 
 namespace kiln {
+
+namespace ag = detail::autograd_impl;
 
 namespace {
 
@@ -54,12 +59,21 @@ Tensor Tensor::to(const Device& device) const {
   Tensor out = detail::make_tensor(dst, shape(), impl.dtype);
   transfer(impl.device(), element_ptr(*src.impl()), dst, out.impl()->storage->data,
            static_cast<size_t>(impl.numel) * impl.itemsize());
+  if (ag::needs_grad({this}))
+    ag::record("ToDeviceBackward", out, {this}, {},
+               [from = this->device()](const std::vector<Tensor>&, const Tensor& g)
+                   -> std::vector<Tensor> { return {g.to(from)}; });
   return out;
 }
 
 Tensor Tensor::to(DType dtype) const {
-  detail::impl_of(*this, "to");
-  return detail::cast(*this, dtype);
+  const auto& impl = detail::impl_of(*this, "to");
+  Tensor out = detail::cast(*this, dtype);
+  if (impl.dtype != dtype && is_floating(dtype) && ag::needs_grad({this}))
+    ag::record("ToDtypeBackward", out, {this}, {},
+               [from = impl.dtype](const std::vector<Tensor>&, const Tensor& g)
+                   -> std::vector<Tensor> { return {g.to(from)}; });
+  return out;
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
@@ -67,6 +81,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   detail::impl_of(src, "copy_");
   KILN_CHECK(!impl.has_internal_overlap(), "copy_: cannot write into a tensor whose elements "
              "overlap (an expanded view)");
+  ag::check_inplace(*this, "copy_", &src);
   Tensor s = src.device() == device() ? src : src.to(device());
   if (s.shape() != shape()) {
     auto b = detail::broadcast_shapes(shape(), s.shape(), "copy_");
@@ -110,6 +125,15 @@ std::vector<T> Tensor::to_vector() const {
   }
 }
 
+void Tensor::copy_to_host(void* dst, size_t bytes) const {
+  const auto& impl = detail::impl_of(*this, "copy_to_host");
+  KILN_CHECK(bytes == static_cast<size_t>(impl.numel) * impl.itemsize(), "copy_to_host: the "
+             "destination holds ", bytes, " bytes but the tensor has ",
+             static_cast<size_t>(impl.numel) * impl.itemsize(), " (", impl.numel, " x ",
+             impl.dtype, ")");
+  read_to_host(contiguous(), dst);
+}
+
 #define KILN_INSTANTIATE(T)                       \
   template T Tensor::item<T>() const;             \
   template std::vector<T> Tensor::to_vector<T>() const;
@@ -123,8 +147,13 @@ KILN_INSTANTIATE(bool)
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
   detail::check_same_device("allclose", {&a, &b});
+  NoGradGuard no_grad;
   Tensor x = a.to(DType::Float64), y = b.to(DType::Float64);
-  Tensor close = (x - y).abs() <= (y.abs() * rtol + atol);
+  // Equal values (infinities included) are close; otherwise both must be finite and
+  // within tolerance; NaN is close to nothing (numpy's and PyTorch's isclose).
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor finite = logical_and(x.abs() < inf, y.abs() < inf);
+  Tensor close = logical_or(x == y, logical_and(finite, (x - y).abs() <= (y.abs() * rtol + atol)));
   return close.logical_not().sum().item<int64_t>() == 0;
 }
 

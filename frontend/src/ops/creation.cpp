@@ -22,13 +22,16 @@ detail::DeviceContext* context_of(const TensorOptions& options) {
 }  // namespace
 
 Tensor empty(IntArrayRef shape, TensorOptions options) {
-  return detail::make_tensor(context_of(options), shape, options.dtype());
+  Tensor t = detail::make_tensor(context_of(options), shape, options.dtype());
+  if (options.requires_grad()) t.requires_grad_();
+  return t;
 }
 
 Tensor full(IntArrayRef shape, Scalar value, TensorOptions options) {
   if (!options.has_dtype()) options.dtype(value.natural_dtype());
-  Tensor t = empty(shape, options);
+  Tensor t = empty(shape, TensorOptions(options).requires_grad(false));
   t.fill_(value);
+  if (options.requires_grad()) t.requires_grad_();
   return t;
 }
 
@@ -84,6 +87,15 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions options) 
   return t;
 }
 
+Tensor from_blob(const void* data, IntArrayRef shape, DType dtype, TensorOptions options) {
+  detail::DeviceContext* device = context_of(options);
+  Tensor t = detail::make_tensor(device, shape, dtype);
+  size_t bytes = static_cast<size_t>(t.numel()) * t.element_size();
+  KILN_CHECK(data || bytes == 0, "from_blob: data is null");
+  device->copy(KILN_COPY_HOST_TO_DEVICE, t.impl()->storage->data, data, bytes);
+  return t;
+}
+
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, IntArrayRef shape, TensorOptions options) {
   int64_t n = static_cast<int64_t>(values.size());
@@ -100,7 +112,9 @@ Tensor from_vector(const std::vector<T>& values, IntArrayRef shape, TensorOption
     device->copy(KILN_COPY_HOST_TO_DEVICE, raw.impl()->storage->data, values.data(),
                  values.size() * sizeof(T));
   }
-  return detail::cast(raw, options.dtype());
+  Tensor t = detail::cast(raw, options.has_dtype() ? options.dtype() : dtype_of<T>());
+  if (options.requires_grad()) t.requires_grad_();
+  return t;
 }
 
 template Tensor from_vector<float>(const std::vector<float>&, IntArrayRef, TensorOptions);

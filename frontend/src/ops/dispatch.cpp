@@ -1,6 +1,7 @@
 #include "ops/dispatch.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -85,6 +86,12 @@ void record_fallback(OpId op, const DeviceContext* dev, double seconds, uint64_t
     e.device = dev->name();
     log(KILN_LOG_INFO, "dispatch",
         concat(e.op, " has no kernel on ", e.device, ": running it on the CPU plugin"));
+    // At KILN_LOG_LEVEL=info the whole report is printed when the program ends.
+    static std::once_flag at_exit;
+    if (log_level() >= KILN_LOG_INFO)
+      std::call_once(at_exit, [] {
+        std::atexit([] { log(KILN_LOG_INFO, "dispatch", fallback_report().str()); });
+      });
   }
   e.calls += 1;
   e.seconds += seconds;
@@ -99,8 +106,7 @@ struct HostMirror {
   int64_t bytes = 0;
 };
 
-HostMirror mirror_on_host(const TensorImpl& t, DeviceContext* cpu, bool copy_in,
-                          uint64_t& moved) {
+HostMirror mirror_on_host(const TensorImpl& t, DeviceContext* cpu, uint64_t& moved) {
   auto [lo, hi] = t.byte_extent();
   HostMirror m;
   m.device_byte_begin = lo;
@@ -113,7 +119,7 @@ HostMirror mirror_on_host(const TensorImpl& t, DeviceContext* cpu, bool copy_in,
   m.impl->dtype = t.dtype;
   m.impl->offset = (t.offset * static_cast<int64_t>(t.itemsize()) - lo) /
                    static_cast<int64_t>(t.itemsize());
-  if (copy_in && m.bytes > 0) {
+  if (m.bytes > 0) {
     t.device()->copy(KILN_COPY_DEVICE_TO_HOST, m.impl->storage->data,
                      static_cast<char*>(t.storage->data) + lo, static_cast<size_t>(m.bytes));
     moved += static_cast<uint64_t>(m.bytes);
@@ -138,15 +144,14 @@ void run_on_cpu(OpId op, DeviceContext* dev, std::span<const TensorImpl* const> 
   std::vector<HostMirror> in, out;
   std::vector<const TensorImpl*> in_ptrs, out_ptrs;
   for (const TensorImpl* t : inputs) {
-    in.push_back(mirror_on_host(*t, cpu, true, moved));
+    in.push_back(mirror_on_host(*t, cpu, moved));
     in_ptrs.push_back(in.back().impl.get());
   }
   for (const TensorImpl* t : outputs) {
-    // A strided output may cover only part of its byte range: fetch the rest so
-    // that writing the range back leaves the untouched elements as they were.
-    bool partial = !t->is_contiguous() || t->numel * static_cast<int64_t>(t->itemsize()) !=
-                                              t->byte_extent().second - t->byte_extent().first;
-    out.push_back(mirror_on_host(*t, cpu, partial, moved));
+    // Outputs are fetched too: some ops update them in place (optimizer steps,
+    // index_add), and a strided output covers only part of the byte range that is
+    // written back.
+    out.push_back(mirror_on_host(*t, cpu, moved));
     out_ptrs.push_back(out.back().impl.get());
   }
   try {

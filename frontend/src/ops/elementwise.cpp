@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/record.h"
 #include "kiln/ops.h"
 #include "ops/common.h"
 #include "runtime/registry.h"
@@ -11,6 +12,9 @@
 namespace kiln {
 
 using detail::OpId;
+namespace ag = detail::autograd_impl;
+using Grads = std::vector<Tensor>;
+using Saved = std::vector<Tensor>;
 
 namespace {
 
@@ -66,17 +70,79 @@ Tensor binary(OpId op, const char* name, const Tensor& a, const Tensor& b, Kind 
   return out;
 }
 
+// The gradients of the differentiable binary ops, reduced to each operand's shape.
+Tensor binary_op(OpId op, const char* name, const Tensor& a, const Tensor& b, Kind kind) {
+  Tensor out = binary(op, name, a, b, kind);
+  if (kind == Kind::Compare || kind == Kind::Logical || !ag::needs_grad({&a, &b})) return out;
+  auto sa = a.shape().vec(), sb = b.shape().vec();
+  bool ga = ag::requires_grad(a), gb = ag::requires_grad(b);
+  auto reduce = [sa, sb, ga, gb](Tensor da, Tensor db) -> Grads {
+    return {ga && da.defined() ? ag::sum_to(da, sa) : Tensor(),
+            gb && db.defined() ? ag::sum_to(db, sb) : Tensor()};
+  };
+  switch (op) {
+    case OpId::add:
+      ag::record("AddBackward", out, {&a, &b}, {},
+                 [reduce](const Saved&, const Tensor& g) { return reduce(g, g); });
+      break;
+    case OpId::sub:
+      ag::record("SubBackward", out, {&a, &b}, {},
+                 [reduce, gb](const Saved&, const Tensor& g) { return reduce(g, gb ? -g : Tensor()); });
+      break;
+    case OpId::mul:
+      ag::record("MulBackward", out, {&a, &b}, {ga ? b : Tensor(), gb ? a : Tensor()},
+                 [reduce, ga, gb](const Saved& s, const Tensor& g) {
+                   return reduce(ga ? g * s[0] : Tensor(), gb ? g * s[1] : Tensor());
+                 });
+      break;
+    case OpId::div:
+      ag::record("DivBackward", out, {&a, &b}, {b, gb ? out : Tensor()},
+                 [reduce, gb](const Saved& s, const Tensor& g) {
+                   Tensor da = g / s[0];
+                   return reduce(da, gb ? -(da * s[1]) : Tensor());
+                 });
+      break;
+    case OpId::pow:
+      ag::record("PowBackward", out, {&a, &b}, {a, b, gb ? out : Tensor()},
+                 [reduce, ga, gb](const Saved& s, const Tensor& g) {
+                   const Tensor &x = s[0], &e = s[1];
+                   Tensor da = ga ? g * e * kiln::pow(x, e - 1) : Tensor();
+                   // d/de x^e = x^e ln x, taken as 0 where x == 0 and e >= 0 (PyTorch's rule).
+                   Tensor db = gb ? where(logical_and(x == 0, e >= 0), 0.0, g * s[2] * kiln::log(x))
+                                  : Tensor();
+                   return reduce(da, db);
+                 });
+      break;
+    case OpId::maximum:
+    case OpId::minimum: {
+      bool is_max = op == OpId::maximum;
+      ag::record(is_max ? "MaximumBackward" : "MinimumBackward", out, {&a, &b}, {a, b},
+                 [reduce, is_max](const Saved& s, const Tensor& g) {
+                   // Ties split the gradient evenly, as PyTorch does.
+                   Tensor wins = (is_max ? s[0] > s[1] : s[0] < s[1]).to(g.dtype());
+                   Tensor share = wins + (s[0] == s[1]).to(g.dtype()) * 0.5;
+                   return reduce(g * share, g * (1.0 - share));
+                 });
+      break;
+    }
+    default:
+      KILN_FAIL(name, ": internal error: no gradient formula");
+  }
+  return out;
+}
+
 // `a op scalar` and `scalar op a` with PyTorch's scalar promotion.
 Tensor binary_scalar(OpId op, const char* name, const Tensor& a, Scalar s, Kind kind,
                      bool scalar_first) {
   const auto& impl = detail::impl_of(a, name);
   Tensor st = detail::scalar_on(a, s, s.result_type(impl.dtype));
-  return scalar_first ? binary(op, name, st, a, kind) : binary(op, name, a, st, kind);
+  return scalar_first ? binary_op(op, name, st, a, kind) : binary_op(op, name, a, st, kind);
 }
 
 // self = self op other, computed in self's dtype.
 Tensor& binary_inplace(OpId op, const char* name, Tensor& self, const Tensor& other, Kind kind) {
   detail::check_same_device(name, {&self, &other});
+  ag::check_inplace(self, name, &other);
   const auto& impl = *self.impl();
   DType dtype = impl.dtype;
   DType promoted = compute_dtype(kind, promote_types(dtype, other.dtype()));
@@ -107,18 +173,62 @@ Tensor& binary_inplace_scalar(OpId op, const char* name, Tensor& self, Scalar s,
 
 // -- unary ---------------------------------------------------------------------------
 
-Tensor neg(const Tensor& x) { return unary(OpId::neg, "neg", x, Kind::Arith); }
-Tensor abs(const Tensor& x) { return unary(OpId::abs, "abs", x, Kind::Arith); }
+// Unary ops with their gradients; `saved` is what the formula reads (x or y).
+template <typename F>
+Tensor unary_op(OpId op, const char* name, const char* node, const Tensor& x, Kind kind,
+                bool save_output, F grad, std::initializer_list<kiln_attr> attrs = {}) {
+  Tensor y = unary(op, name, x, kind, attrs);
+  if (ag::needs_grad({&x}))
+    ag::record(node, y, {&x}, {save_output ? y : x},
+               [grad](const Saved& s, const Tensor& g) -> Grads { return {grad(g, s[0])}; });
+  return y;
+}
+
+Tensor neg(const Tensor& x) {
+  return unary_op(OpId::neg, "neg", "NegBackward", x, Kind::Arith, false,
+                  [](const Tensor& g, const Tensor&) { return -g; });
+}
+Tensor abs(const Tensor& x) {
+  return unary_op(OpId::abs, "abs", "AbsBackward", x, Kind::Arith, false,
+                  [](const Tensor& g, const Tensor& x) { return g * kiln::sign(x); });
+}
 Tensor sign(const Tensor& x) { return unary(OpId::sign, "sign", x, Kind::Arith); }
-Tensor exp(const Tensor& x) { return unary(OpId::exp, "exp", x, Kind::Float); }
-Tensor log(const Tensor& x) { return unary(OpId::log, "log", x, Kind::Float); }
-Tensor sqrt(const Tensor& x) { return unary(OpId::sqrt, "sqrt", x, Kind::Float); }
-Tensor rsqrt(const Tensor& x) { return unary(OpId::rsqrt, "rsqrt", x, Kind::Float); }
-Tensor sin(const Tensor& x) { return unary(OpId::sin, "sin", x, Kind::Float); }
-Tensor cos(const Tensor& x) { return unary(OpId::cos, "cos", x, Kind::Float); }
-Tensor tanh(const Tensor& x) { return unary(OpId::tanh, "tanh", x, Kind::Float); }
-Tensor sigmoid(const Tensor& x) { return unary(OpId::sigmoid, "sigmoid", x, Kind::Float); }
-Tensor relu(const Tensor& x) { return unary(OpId::relu, "relu", x, Kind::Arith); }
+Tensor exp(const Tensor& x) {
+  return unary_op(OpId::exp, "exp", "ExpBackward", x, Kind::Float, true,
+                  [](const Tensor& g, const Tensor& y) { return g * y; });
+}
+Tensor log(const Tensor& x) {
+  return unary_op(OpId::log, "log", "LogBackward", x, Kind::Float, false,
+                  [](const Tensor& g, const Tensor& x) { return g / x; });
+}
+Tensor sqrt(const Tensor& x) {
+  return unary_op(OpId::sqrt, "sqrt", "SqrtBackward", x, Kind::Float, true,
+                  [](const Tensor& g, const Tensor& y) { return g / (y * 2.0); });
+}
+Tensor rsqrt(const Tensor& x) {
+  return unary_op(OpId::rsqrt, "rsqrt", "RsqrtBackward", x, Kind::Float, true,
+                  [](const Tensor& g, const Tensor& y) { return g * (y * y * y * -0.5); });
+}
+Tensor sin(const Tensor& x) {
+  return unary_op(OpId::sin, "sin", "SinBackward", x, Kind::Float, false,
+                  [](const Tensor& g, const Tensor& x) { return g * kiln::cos(x); });
+}
+Tensor cos(const Tensor& x) {
+  return unary_op(OpId::cos, "cos", "CosBackward", x, Kind::Float, false,
+                  [](const Tensor& g, const Tensor& x) { return g * -kiln::sin(x); });
+}
+Tensor tanh(const Tensor& x) {
+  return unary_op(OpId::tanh, "tanh", "TanhBackward", x, Kind::Float, true,
+                  [](const Tensor& g, const Tensor& y) { return g * (1.0 - y * y); });
+}
+Tensor sigmoid(const Tensor& x) {
+  return unary_op(OpId::sigmoid, "sigmoid", "SigmoidBackward", x, Kind::Float, true,
+                  [](const Tensor& g, const Tensor& y) { return g * (y * (1.0 - y)); });
+}
+Tensor relu(const Tensor& x) {
+  return unary_op(OpId::relu, "relu", "ReluBackward", x, Kind::Arith, true,
+                  [](const Tensor& g, const Tensor& y) { return where(y > 0, g, 0.0); });
+}
 Tensor logical_not(const Tensor& x) {
   return unary(OpId::logical_not, "logical_not", x, Kind::Logical);
 }
@@ -126,23 +236,35 @@ Tensor logical_not(const Tensor& x) {
 Tensor gelu(const Tensor& x, const std::string& approximate) {
   KILN_CHECK(approximate == "none" || approximate == "tanh", "gelu: approximate must be "
              "\"none\" or \"tanh\", got \"", approximate, "\"");
-  return unary(OpId::gelu, "gelu", x, Kind::Float,
-               {detail::string_attr("approximate", approximate.c_str())});
+  bool tanh_form = approximate == "tanh";
+  return unary_op(OpId::gelu, "gelu", "GeluBackward", x, Kind::Float, false,
+                  [tanh_form](const Tensor& g, const Tensor& x) {
+                    Tensor dx = empty_like(x);
+                    Tensor gc = detail::cast(g, x.dtype());
+                    detail::dispatch(OpId::gelu_backward, {gc.impl().get(), x.impl().get()},
+                                     {dx.impl().get()},
+                                     {detail::string_attr("approximate", tanh_form ? "tanh" : "none")});
+                    return dx;
+                  },
+                  {detail::string_attr("approximate", approximate.c_str())});
 }
 
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
   KILN_CHECK(min || max, "clamp: at least one of min and max must be given");
   constexpr double inf = std::numeric_limits<double>::infinity();
-  return unary(OpId::clamp, "clamp", x, Kind::Arith,
-               {detail::float_attr("min", min.value_or(-inf)),
-                detail::float_attr("max", max.value_or(inf))});
+  double lo = min.value_or(-inf), hi = max.value_or(inf);
+  return unary_op(OpId::clamp, "clamp", "ClampBackward", x, Kind::Arith, false,
+                  [lo, hi](const Tensor& g, const Tensor& x) {
+                    return where(logical_and(x >= lo, x <= hi), g, 0.0);
+                  },
+                  {detail::float_attr("min", lo), detail::float_attr("max", hi)});
 }
 
 // -- binary --------------------------------------------------------------------------
 
 #define KILN_BINARY(fn, kind)                                          \
   Tensor fn(const Tensor& a, const Tensor& b) {                        \
-    return binary(OpId::fn, #fn, a, b, Kind::kind);                    \
+    return binary_op(OpId::fn, #fn, a, b, Kind::kind);                 \
   }
 KILN_BINARY(add, Arith)
 KILN_BINARY(sub, Arith)
@@ -179,6 +301,11 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   Tensor out = detail::empty_on(a, shape, dtype);
   detail::dispatch(OpId::where, {c.impl().get(), ca.impl().get(), cb.impl().get()},
                    {out.impl().get()});
+  if (ag::needs_grad({&a, &b}))
+    ag::record("WhereBackward", out, {&a, &b}, {condition},
+               [sa = a.shape().vec(), sb = b.shape().vec()](const Saved& s, const Tensor& g) -> Grads {
+                 return {ag::sum_to(where(s[0], g, 0.0), sa), ag::sum_to(where(s[0], 0.0, g), sb)};
+               });
   return out;
 }
 
@@ -268,6 +395,7 @@ Tensor& Tensor::div_(Scalar o) { return binary_inplace_scalar(OpId::div, "div_",
 
 Tensor& Tensor::fill_(Scalar value) {
   const auto& impl = detail::impl_of(*this, "fill_");
+  ag::check_inplace(*this, "fill_");
   detail::dispatch(OpId::fill, {}, {&impl}, {detail::float_attr("value", value.to_double())});
   return *this;
 }

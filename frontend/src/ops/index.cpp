@@ -1,10 +1,16 @@
 // Joining and indexing: cat/stack are copies into slices of one output;
 // index_select and gather are catalogue ops.
 
+#include "autograd/record.h"
+#include "kiln/autograd.h"
 #include "kiln/ops.h"
 #include "ops/common.h"
 
 namespace kiln {
+
+namespace ag = detail::autograd_impl;
+using Grads = std::vector<Tensor>;
+using Saved = std::vector<Tensor>;
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   KILN_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
@@ -31,10 +37,37 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   detail::SmallDims shape(first.shape().begin(), first.shape().end());
   shape[d] = total;
   Tensor out = detail::empty_on(first, shape, dtype);
-  int64_t offset = 0;
-  for (const Tensor& t : tensors) {
-    if (t.size(d) > 0) out.narrow(d, offset, t.size(d)).copy_(t);
-    offset += t.size(d);
+  {
+    NoGradGuard no_grad;  // recorded below as one node
+    int64_t offset = 0;
+    for (const Tensor& t : tensors) {
+      if (t.size(d) > 0) out.narrow(d, offset, t.size(d)).copy_(t);
+      offset += t.size(d);
+    }
+  }
+  if (is_grad_enabled()) {
+    bool any = false;
+    for (const Tensor& t : tensors) any |= t.requires_grad();
+    if (any) {
+      std::vector<int64_t> sizes;
+      std::vector<DType> dtypes;
+      for (const Tensor& t : tensors) {
+        sizes.push_back(t.size(d));
+        dtypes.push_back(t.dtype());
+      }
+      auto node = std::make_shared<ag::LambdaNode<std::function<Grads(const Saved&, const Tensor&)>>>(
+          "CatBackward", std::vector<ag::SavedTensor>{},
+          [sizes, dtypes, d](const Saved&, const Tensor& g) {
+            Grads grads;
+            int64_t offset = 0;
+            for (size_t i = 0; i < sizes.size(); ++i) {
+              grads.push_back(g.narrow(d, offset, sizes[i]).to(dtypes[i]));
+              offset += sizes[i];
+            }
+            return grads;
+          });
+      ag::attach(out, node, tensors);
+    }
   }
   return out;
 }
@@ -69,6 +102,15 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   Tensor out = detail::empty_on(x, shape, x.dtype());
   detail::dispatch(detail::OpId::index_select, {x.impl().get(), idx.impl().get()},
                    {out.impl().get()}, {detail::int_attr("dim", d)});
+  if (ag::needs_grad({&x}))
+    ag::record("IndexSelectBackward", out, {&x}, {idx},
+               [d, shape = x.shape().vec()](const Saved& s, const Tensor& g) -> Grads {
+                 Tensor dx = zeros(shape, TensorOptions(g.dtype()).device(g.device()));
+                 Tensor gc = g.contiguous();
+                 detail::dispatch(detail::OpId::index_add, {s[0].impl().get(), gc.impl().get()},
+                                  {dx.impl().get()}, {detail::int_attr("dim", d)});
+                 return {dx};
+               });
   return out;
 }
 
@@ -86,6 +128,15 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   Tensor out = detail::empty_on(x, index.shape(), x.dtype());
   detail::dispatch(detail::OpId::gather, {x.impl().get(), idx.impl().get()}, {out.impl().get()},
                    {detail::int_attr("dim", d)});
+  if (ag::needs_grad({&x}))
+    ag::record("GatherBackward", out, {&x}, {idx},
+               [d, shape = x.shape().vec()](const Saved& s, const Tensor& g) -> Grads {
+                 Tensor dx = zeros(shape, TensorOptions(g.dtype()).device(g.device()));
+                 Tensor gc = g.contiguous();
+                 detail::dispatch(detail::OpId::scatter_add, {s[0].impl().get(), gc.impl().get()},
+                                  {dx.impl().get()}, {detail::int_attr("dim", d)});
+                 return {dx};
+               });
   return out;
 }
 

@@ -1,12 +1,15 @@
 // matmul: torch.matmul's rank rules, batch broadcasting by stride-0 views, one
 // batched kernel call.
 
+#include "autograd/record.h"
+#include "kiln/autograd.h"
 #include "kiln/ops.h"
 #include "ops/common.h"
 
 namespace kiln {
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
+namespace {
+Tensor matmul_forward(const Tensor& a, const Tensor& b) {
   detail::check_same_device("matmul", {&a, &b});
   KILN_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both operands need at least 1 dimension, got "
              "shapes ", a.shape(), " and ", b.shape());
@@ -35,6 +38,45 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (a.dim() == 1 && b.dim() == 1) return out.view({});
   if (a.dim() == 1) return out.squeeze(-2);
   if (b.dim() == 1) return out.squeeze(-1);
+  return out;
+}
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  namespace ag = detail::autograd_impl;
+  bool record = ag::needs_grad({&a, &b});
+  Tensor out;
+  {
+    NoGradGuard no_grad;  // the views inside are not recorded one by one
+    out = matmul_forward(a, b);
+  }
+  if (!record) return out;
+  bool ga = a.requires_grad(), gb = b.requires_grad();
+  ag::record("MatmulBackward", out, {&a, &b}, {gb ? a : Tensor(), ga ? b : Tensor()},
+             [ga, gb, sa = a.shape().vec(), sb = b.shape().vec()](const std::vector<Tensor>& s,
+                                                                   const Tensor& g) {
+               // Work with the matrix forms (1-D operands get their unit dim back),
+               // let matmul broadcast the batch dims, then reduce to each shape.
+               bool a1 = sa.size() == 1, b1 = sb.size() == 1;
+               Tensor g2 = g;
+               if (a1 && b1) g2 = g.reshape({1, 1});
+               else if (a1) g2 = g.unsqueeze(-2);
+               else if (b1) g2 = g.unsqueeze(-1);
+               std::vector<Tensor> grads(2);
+               if (ga) {
+                 Tensor b2 = b1 ? s[1].unsqueeze(-1) : s[1];
+                 grads[0] = ag::sum_to(matmul_forward(g2, b2.transpose(-1, -2)),
+                                       a1 ? std::vector<int64_t>{1, sa[0]} : sa)
+                                .reshape(sa);
+               }
+               if (gb) {
+                 Tensor a2 = a1 ? s[0].unsqueeze(0) : s[0];
+                 grads[1] = ag::sum_to(matmul_forward(a2.transpose(-1, -2), g2),
+                                       b1 ? std::vector<int64_t>{sb[0], 1} : sb)
+                                .reshape(sb);
+               }
+               return grads;
+             });
   return out;
 }
 

@@ -14,7 +14,14 @@ namespace kiln::detail {
   X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum)                       \
   X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(logical_and) X(logical_or) X(where)     \
   X(sum) X(prod) X(mean) X(amax) X(amin) X(argmax) X(argmin) X(var)             \
-  X(matmul) X(index_select) X(gather)
+  X(matmul) X(index_select) X(gather)                                           \
+  X(gelu_backward) X(index_add) X(scatter_add)                                  \
+  X(conv2d) X(conv2d_backward_input) X(conv2d_backward_weight)                 \
+  X(max_pool2d) X(max_pool2d_backward) X(avg_pool2d) X(avg_pool2d_backward)    \
+  X(adaptive_avg_pool2d) X(adaptive_avg_pool2d_backward)                        \
+  X(batch_norm) X(batch_norm_backward) X(layer_norm) X(layer_norm_backward)    \
+  X(softmax) X(log_softmax) X(softmax_backward) X(log_softmax_backward)        \
+  X(dropout) X(nll_loss) X(nll_loss_backward) X(sgd_step) X(adam_step)
 
 enum class OpId : uint16_t {
 #define KILN_OP_ENUM(name) name,

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "kiln/autograd.h"
 #include "kiln/ops.h"
 #include "ops/common.h"
 
@@ -99,6 +100,7 @@ void print_dims(std::ostream& out, const std::vector<double>& values, IntArrayRe
 
 std::ostream& operator<<(std::ostream& out, const Tensor& t) {
   if (!t.defined()) return out << "tensor(undefined)";
+  NoGradGuard no_grad;
   Tensor shown = t;
   std::vector<bool> cut(static_cast<size_t>(t.dim()), false);
   if (t.numel() > kSummarizeAbove) {
@@ -119,6 +121,8 @@ std::ostream& operator<<(std::ostream& out, const Tensor& t) {
   if (d.backend() != "cpu" || d.index() != 0) out << ", device='" << d.str() << "'";
   DType dt = t.dtype();
   if (dt != DType::Float32 && dt != DType::Int64 && dt != DType::Bool) out << ", dtype=" << dt;
+  if (auto fn = t.grad_fn()) out << ", grad_fn=<" << fn->name() << ">";
+  else if (t.requires_grad()) out << ", requires_grad=True";
   return out << ')';
 }
 

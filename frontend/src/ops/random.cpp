@@ -43,6 +43,8 @@ Tensor random(detail::OpId op, const char* name, IntArrayRef shape, const char* 
 }
 }  // namespace
 
+GeneratorState detail::reserve_random(int64_t n) { return reserve(n); }
+
 void manual_seed(uint64_t seed) { set_generator_state({seed, 0}); }
 
 GeneratorState generator_state() {

@@ -3,6 +3,8 @@
 
 #include <vector>
 
+#include "autograd/record.h"
+#include "kiln/autograd.h"
 #include "kiln/ops.h"
 #include "ops/common.h"
 
@@ -10,6 +12,9 @@ namespace kiln {
 
 using detail::OpId;
 using detail::SmallDims;
+namespace ag = detail::autograd_impl;
+using Grads = std::vector<Tensor>;
+using Saved = std::vector<Tensor>;
 
 namespace {
 
@@ -50,6 +55,71 @@ Reduced reduced_shapes(const detail::TensorImpl& x, IntArrayRef dims, bool keepd
   return r;
 }
 
+// The reduced dims (those of size 1 in `keep` but not in `x`), for backward.
+std::vector<int64_t> reduced_dims(IntArrayRef x, IntArrayRef keep) {
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (keep[i] == 1 && x[i] != 1) dims.push_back(static_cast<int64_t>(i));
+  return dims;
+}
+
+void record_reduction(OpId op, Tensor& result, const Tensor& x, const Tensor& keep_out,
+                      IntArrayRef keep_shape, std::initializer_list<kiln_attr> attrs) {
+  auto xs = x.shape().vec();
+  auto ks = keep_shape.vec();
+  auto dims = reduced_dims(xs, ks);
+  int64_t count = 1;
+  for (int64_t d : dims) count *= xs[static_cast<size_t>(d)];
+  // The incoming gradient, broadcast back over the reduced dims.
+  auto spread = [xs, ks](const Tensor& g) { return g.reshape(ks).expand(xs); };
+  switch (op) {
+    case OpId::sum:
+      ag::record("SumBackward", result, {&x}, {},
+                 [spread](const Saved&, const Tensor& g) -> Grads { return {spread(g)}; });
+      break;
+    case OpId::mean:
+      ag::record("MeanBackward", result, {&x}, {},
+                 [spread, count](const Saved&, const Tensor& g) -> Grads {
+                   return {spread(g) / static_cast<double>(std::max<int64_t>(count, 1))};
+                 });
+      break;
+    case OpId::amax:
+    case OpId::amin:
+      // Ties share the gradient evenly (PyTorch's amax/amin rule).
+      ag::record(op == OpId::amax ? "AmaxBackward" : "AminBackward", result, {&x},
+                 {x, keep_out}, [spread, dims](const Saved& s, const Tensor& g) -> Grads {
+                   Tensor hit = (s[0] == s[1]).to(g.dtype());
+                   Tensor share = hit / hit.sum(dims, true);
+                   return {spread(g) * share};
+                 });
+      break;
+    case OpId::var: {
+      int64_t correction = attrs.begin()->value.i;
+      ag::record("VarBackward", result, {&x}, {x},
+                 [spread, dims, count, correction](const Saved& s, const Tensor& g) -> Grads {
+                   Tensor centered = s[0] - s[0].mean(dims, true);
+                   return {spread(g) * centered * (2.0 / static_cast<double>(count - correction))};
+                 });
+      break;
+    }
+    case OpId::prod:
+      // d/dx_i prod = prod of the others; with one zero in a slice only the zero
+      // gets a gradient, with two or more nobody does.
+      ag::record("ProdBackward", result, {&x}, {x, keep_out},
+                 [spread, dims](const Saved& s, const Tensor& g) -> Grads {
+                   const Tensor& x = s[0];
+                   Tensor zero = x == 0;
+                   Tensor zeros_in_slice = zero.sum(dims, true);
+                   Tensor others = where(zero, 1.0, x).prod(dims, true);
+                   Tensor at_zero = where(zeros_in_slice == 1, others, 0.0);
+                   return {spread(g) * where(zero, at_zero, s[1] / x)};
+                 });
+      break;
+    default:
+      break;
+  }
+}
+
 Tensor reduce(OpId op, const char* name, const Tensor& x, IntArrayRef dims, bool keepdim,
               Accum accum, std::initializer_list<kiln_attr> attrs = {}) {
   const auto& impl = detail::impl_of(x, name);
@@ -68,13 +138,16 @@ Tensor reduce(OpId op, const char* name, const Tensor& x, IntArrayRef dims, bool
   Tensor in = detail::cast(x, dtype);
   Tensor out = detail::empty_on(x, r.keep_shape, dtype);
   detail::dispatch(op, {in.impl().get()}, {out.impl().get()}, attrs);
-  return keepdim ? out : out.view(r.out_shape);
+  Tensor result = keepdim ? out : out.view(r.out_shape);
+  if (ag::needs_grad({&x})) record_reduction(op, result, x, out, r.keep_shape, attrs);
+  return result;
 }
 
 Tensor arg_reduce(OpId op, const char* name, const Tensor& x, std::optional<int64_t> dim,
                   bool keepdim) {
   const auto& impl = detail::impl_of(x, name);
   KILN_CHECK(impl.dtype != DType::Bool, name, ": not supported for bool tensors");
+  NoGradGuard no_grad;  // indices are not differentiable
   Tensor src = x;
   int64_t d = 0;
   if (!dim) {
@@ -83,7 +156,7 @@ Tensor arg_reduce(OpId op, const char* name, const Tensor& x, std::optional<int6
     d = detail::wrap_dim(*dim, impl.dim(), name);
     if (impl.dim() == 0) src = x.reshape({1});
   }
-  KILN_CHECK(src.numel() > 0 && src.size(d) > 0, name, ": cannot take the ", name,
+  KILN_CHECK(src.size(d) > 0, name, ": cannot take the ", name,
              " of an empty dimension (shape ", x.shape(), ")");
   SmallDims keep(src.shape().begin(), src.shape().end());
   keep[d] = 1;

@@ -217,20 +217,22 @@ std::string Registry::load_plugin(const fs::path& path) {
     return concat("a plugin named '", expected_name, "' is already loaded from ",
                   existing->path, " (earlier folders take precedence)");
 
-  // Never unloaded: the library object is leaked on purpose.
-  auto* library = new boost::dll::shared_library();
+  // Never unloaded, even when rejected: a library whose init ran may have started
+  // threads or registered handlers that must not vanish under them.
+  auto library = std::make_unique<boost::dll::shared_library>();
   std::error_code ec;
   dlerror();
   library->load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, ec);
   if (ec) {
     const char* detail = dlerror();
-    delete library;
     return concat("not a loadable shared library: ", detail ? detail : ec.message());
   }
-  if (!library->has(KILN_PLUGIN_ENTRY_SYMBOL))
+  libraries_.push_back(std::move(library));
+  boost::dll::shared_library* lib = libraries_.back().get();
+  if (!lib->has(KILN_PLUGIN_ENTRY_SYMBOL))
     return concat("no entry symbol '", KILN_PLUGIN_ENTRY_SYMBOL,
                   "' (is it a Kiln plugin? build it with kiln_add_plugin)");
-  auto init = library->get<kiln_status*(const kiln_host_api*, const kiln_plugin_api**)>(
+  auto init = lib->get<kiln_status*(const kiln_host_api*, const kiln_plugin_api**)>(
       KILN_PLUGIN_ENTRY_SYMBOL);
 
   const kiln_plugin_api* api = nullptr;

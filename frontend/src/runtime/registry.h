@@ -17,6 +17,10 @@
 #include "kiln/runtime.h"
 #include "ops/op_ids.h"
 
+namespace boost::dll {
+class shared_library;
+}
+
 namespace kiln::detail {
 
 struct Plugin;
@@ -112,6 +116,8 @@ class Registry {
   Plugin* find(const std::string& name) const;
   DeviceContext* open(Plugin& plugin, int index);
 
+  // Opened libraries, kept for the life of the process (never unloaded).
+  std::vector<std::unique_ptr<boost::dll::shared_library>> libraries_;
   std::vector<std::string> search_path_;
   std::vector<std::unique_ptr<Plugin>> plugins_;
   std::vector<PluginLoadFailure> failures_;

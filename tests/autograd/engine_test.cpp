@@ -1,0 +1,170 @@
+// The tape itself: accumulation, retain_graph, detach, no_grad, leaves, errors,
+// user-defined functions, retain_grad.
+
+#include <gtest/gtest.h>
+
+#include <kiln/kiln.h>
+
+namespace {
+
+using kiln::Tensor;
+
+Tensor leaf(std::vector<double> v, std::vector<int64_t> shape = {}) {
+  return kiln::from_vector<double>(v, shape).requires_grad_();
+}
+
+TEST(Autograd, ChainRuleOnScalars) {
+  auto a = leaf({2.0}), b = leaf({3.0});
+  auto y = (a * b + a * a).sum();  // dy/da = b + 2a = 7, dy/db = a = 2
+  y.backward();
+  EXPECT_DOUBLE_EQ(a.grad().item<double>(), 7.0);
+  EXPECT_DOUBLE_EQ(b.grad().item<double>(), 2.0);
+}
+
+TEST(Autograd, GradientsAccumulateAcrossBackwardCalls) {
+  auto a = leaf({1.0, 2.0}, {2});
+  (a * 3).sum().backward();
+  (a * 4).sum().backward();
+  EXPECT_EQ(a.grad().to_vector<double>(), (std::vector<double>{7, 7}));
+  a.set_grad(Tensor());
+  EXPECT_FALSE(a.grad().defined());
+}
+
+TEST(Autograd, BroadcastGradientIsReducedToTheInputShape) {
+  auto a = leaf({1, 2, 3}, {3});
+  auto b = leaf({1, 1, 1, 1, 1, 1}, {2, 3});
+  (a * b).sum().backward();
+  EXPECT_EQ(a.grad().shape().vec(), (std::vector<int64_t>{3}));
+  EXPECT_EQ(a.grad().to_vector<double>(), (std::vector<double>{2, 2, 2}));
+}
+
+TEST(Autograd, SecondBackwardWithoutRetainGraphThrows) {
+  auto a = leaf({2.0});
+  auto y = (a * a).sum();
+  y.backward();
+  EXPECT_THROW(y.backward(), kiln::Error);
+  auto z = (a.exp()).sum();
+  z.backward({}, /*retain_graph=*/true);
+  EXPECT_NO_THROW(z.backward());
+}
+
+TEST(Autograd, BackwardOnNonScalarNeedsAGradient) {
+  auto a = leaf({1, 2}, {2});
+  auto y = a * 2;
+  try {
+    y.backward();
+    FAIL() << "expected kiln::Error";
+  } catch (const kiln::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("single-element"), std::string::npos) << e.what();
+  }
+  y.backward(kiln::ones({2}, kiln::float64));
+  EXPECT_EQ(a.grad().to_vector<double>(), (std::vector<double>{2, 2}));
+}
+
+TEST(Autograd, BackwardOnATensorWithoutGradThrows) {
+  auto a = kiln::ones({2});
+  EXPECT_THROW(a.sum().backward(), kiln::Error);
+}
+
+TEST(Autograd, NoGradGuardAndDetachStopRecording) {
+  auto a = leaf({1.0});
+  {
+    kiln::NoGradGuard guard;
+    EXPECT_FALSE((a * 2).requires_grad());
+  }
+  EXPECT_TRUE((a * 2).requires_grad());
+  EXPECT_FALSE(a.detach().requires_grad());
+  EXPECT_TRUE(a.is_leaf());
+  EXPECT_FALSE((a * 2).is_leaf());
+  EXPECT_EQ((a * 2).grad_fn()->name(), "MulBackward");
+}
+
+TEST(Autograd, InPlaceOnALeafThatRequiresGradIsRefused) {
+  auto a = leaf({1.0});
+  EXPECT_THROW(a.add_(1.0), kiln::Error);
+  {
+    kiln::NoGradGuard guard;
+    a.add_(1.0);
+  }
+  EXPECT_DOUBLE_EQ(a.item<double>(), 2.0);
+}
+
+TEST(Autograd, ModifyingASavedTensorMakesBackwardThrow) {
+  auto a = leaf({1.0, 2.0}, {2});
+  auto b = kiln::from_vector<double>({3.0, 4.0});
+  auto y = (a * b).sum();
+  b.mul_(2.0);  // b was saved by MulBackward
+  EXPECT_THROW(y.backward(), kiln::Error);
+}
+
+TEST(Autograd, RetainGradKeepsNonLeafGradients) {
+  auto a = leaf({1.0, 2.0}, {2});
+  auto h = a * 3;
+  h.retain_grad();
+  (h * h).sum().backward();
+  EXPECT_EQ(h.grad().to_vector<double>(), (std::vector<double>{6, 12}));
+  EXPECT_EQ(a.grad().to_vector<double>(), (std::vector<double>{18, 36}));
+}
+
+TEST(Autograd, UsedTwiceGradientsSum) {
+  auto a = leaf({3.0});
+  auto y = a * a * a;  // 3a^2 = 27
+  y.sum().backward();
+  EXPECT_DOUBLE_EQ(a.grad().item<double>(), 27.0);
+}
+
+struct Cube : kiln::autograd::Function<Cube> {
+  static Tensor forward(kiln::autograd::AutogradContext& ctx, const Tensor& x) {
+    ctx.save_for_backward({x});
+    return x * x * x;
+  }
+  static std::vector<Tensor> backward(kiln::autograd::AutogradContext& ctx,
+                                      std::vector<Tensor> grads) {
+    auto x = ctx.saved()[0];
+    return {grads[0] * 3 * x * x};
+  }
+};
+
+TEST(Autograd, UserDefinedFunction) {
+  auto x = leaf({2.0});
+  auto y = Cube::apply(x);
+  EXPECT_DOUBLE_EQ(y.item<double>(), 8.0);
+  y.sum().backward();
+  EXPECT_DOUBLE_EQ(x.grad().item<double>(), 12.0);
+  auto r = kiln::gradcheck([](const std::vector<Tensor>& v) { return Cube::apply(v[0]); },
+                           {leaf({0.5, -1.5}, {2})});
+  EXPECT_TRUE(r.ok) << r.message;
+}
+
+struct WrongShape : kiln::autograd::Function<WrongShape> {
+  static Tensor forward(kiln::autograd::AutogradContext&, const Tensor& x) { return x * 2; }
+  static std::vector<Tensor> backward(kiln::autograd::AutogradContext&, std::vector<Tensor>) {
+    return {kiln::ones({5}, kiln::float64)};
+  }
+};
+
+TEST(Autograd, UserFunctionReturningAWrongShapeIsAClearError) {
+  auto x = leaf({1, 2}, {2});
+  EXPECT_THROW(WrongShape::apply(x).sum().backward(), kiln::Error);
+}
+
+TEST(Autograd, GradcheckCatchesAWrongGradient) {
+  struct Bad : kiln::autograd::Function<Bad> {
+    static Tensor forward(kiln::autograd::AutogradContext&, const Tensor& x) { return x * x; }
+    static std::vector<Tensor> backward(kiln::autograd::AutogradContext&, std::vector<Tensor> g) {
+      return {g[0] * 3.0};  // wrong on purpose
+    }
+  };
+  auto r = kiln::gradcheck([](const std::vector<Tensor>& v) { return Bad::apply(v[0]); },
+                           {leaf({0.5, 1.5}, {2})});
+  EXPECT_FALSE(r.ok);
+  EXPECT_GT(r.max_abs_error, 0.1);
+}
+
+TEST(Autograd, RequiresGradOnlyForFloatingLeaves) {
+  EXPECT_THROW(kiln::ones({2}, kiln::int64).requires_grad_(), kiln::Error);
+  auto a = leaf({1.0});
+  EXPECT_THROW((a * 2).requires_grad_(false), kiln::Error);
+}
+
+}  // namespace

@@ -1,0 +1,7 @@
+#pragma once
+/// @file nn.h
+/// Everything of kiln::nn: Module, the layers, functional ops and losses, init.
+#include "kiln/nn/functional.h"
+#include "kiln/nn/init.h"
+#include "kiln/nn/module.h"
+#include "kiln/nn/modules.h"

@@ -1,0 +1,212 @@
+#pragma once
+/// @file modules.h
+/// The layers of kiln::nn, with PyTorch's defaults and initializations. Each is a
+/// Module; create with std::make_shared and register in a parent.
+///
+///   auto net = std::make_shared<kiln::nn::Sequential>();
+///   net->push_back(std::make_shared<kiln::nn::Conv2d>(1, 32, 3, kiln::nn::Conv2dOptions().padding(1)));
+///   net->push_back(std::make_shared<kiln::nn::ReLU>());
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/nn/functional.h"
+#include "kiln/nn/module.h"
+
+namespace kiln::nn {
+
+/// y = x·Wᵀ + b; W and b ~ U(−1/√in, 1/√in) (PyTorch's default).
+class Linear : public Module {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  Tensor weight, bias;
+
+ protected:
+  std::string extra_repr() const override;
+
+ private:
+  int64_t in_, out_;
+};
+
+struct Conv2dOptions {
+  Conv2dOptions& stride(Size2 s) { stride_ = s; return *this; }
+  Conv2dOptions& padding(Size2 p) { padding_ = p; return *this; }
+  Conv2dOptions& dilation(Size2 d) { dilation_ = d; return *this; }
+  Conv2dOptions& groups(int64_t g) { groups_ = g; return *this; }
+  Conv2dOptions& bias(bool b) { bias_ = b; return *this; }
+  Size2 stride_ = 1, padding_ = 0, dilation_ = 1;
+  int64_t groups_ = 1;
+  bool bias_ = true;
+};
+
+/// 2-D convolution; weight [out, in/groups, kH, kW] and bias initialized as PyTorch.
+class Conv2d : public Module {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel_size,
+         Conv2dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  Tensor weight, bias;
+
+ protected:
+  std::string extra_repr() const override;
+
+ private:
+  int64_t in_, out_;
+  Size2 kernel_;
+  Conv2dOptions options_;
+};
+
+class MaxPool2d : public Module {
+ public:
+  explicit MaxPool2d(Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
+                     Size2 padding = 0, Size2 dilation = 1, bool ceil_mode = false);
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  Size2 kernel_, padding_, dilation_;
+  std::optional<Size2> stride_;
+  bool ceil_mode_;
+};
+
+class AvgPool2d : public Module {
+ public:
+  explicit AvgPool2d(Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
+                     Size2 padding = 0, bool ceil_mode = false, bool count_include_pad = true);
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  Size2 kernel_, padding_;
+  std::optional<Size2> stride_;
+  bool ceil_mode_, count_include_pad_;
+};
+
+class AdaptiveAvgPool2d : public Module {
+ public:
+  explicit AdaptiveAvgPool2d(Size2 output_size);
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  Size2 output_size_;
+};
+
+/// Batch normalization over [N, C] (BatchNorm1d, also [N, C, L]) or [N, C, H, W]
+/// (BatchNorm2d): weight 1, bias 0, running mean 0 / var 1, momentum 0.1, eps 1e-5.
+class BatchNorm : public Module {
+ public:
+  BatchNorm(const char* type_name, int64_t expected_dim, int64_t num_features, double eps,
+            double momentum, bool affine, bool track_running_stats);
+  Tensor forward(const Tensor& x) override;
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+
+ protected:
+  std::string extra_repr() const override;
+
+ private:
+  int64_t expected_dim_, features_;
+  double eps_, momentum_;
+};
+
+class BatchNorm1d : public BatchNorm {
+ public:
+  explicit BatchNorm1d(int64_t num_features, double eps = 1e-5, double momentum = 0.1,
+                       bool affine = true, bool track_running_stats = true)
+      : BatchNorm("BatchNorm1d", 2, num_features, eps, momentum, affine, track_running_stats) {}
+};
+
+class BatchNorm2d : public BatchNorm {
+ public:
+  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1,
+                       bool affine = true, bool track_running_stats = true)
+      : BatchNorm("BatchNorm2d", 4, num_features, eps, momentum, affine, track_running_stats) {}
+};
+
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5,
+                     bool elementwise_affine = true);
+  Tensor forward(const Tensor& x) override;
+  Tensor weight, bias;
+
+ protected:
+  std::string extra_repr() const override;
+
+ private:
+  std::vector<int64_t> shape_;
+  double eps_;
+};
+
+/// Active in train(), the identity in eval().
+class Dropout : public Module {
+ public:
+  explicit Dropout(double p = 0.5);
+  Tensor forward(const Tensor& x) override;
+
+ protected:
+  std::string extra_repr() const override;
+
+ private:
+  double p_;
+};
+
+/// weight [num_embeddings, dim] ~ N(0, 1), as PyTorch.
+class Embedding : public Module {
+ public:
+  Embedding(int64_t num_embeddings, int64_t embedding_dim);
+  Tensor forward(const Tensor& indices) override;
+  Tensor weight;
+
+ protected:
+  std::string extra_repr() const override;
+};
+
+class Flatten : public Module {
+ public:
+  explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1);
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  int64_t start_, end_;
+};
+
+class ReLU : public Module {
+ public:
+  ReLU() : Module("ReLU") {}
+  Tensor forward(const Tensor& x) override { return x.relu(); }
+};
+class GELU : public Module {
+ public:
+  explicit GELU(std::string approximate = "none") : Module("GELU"), approximate_(std::move(approximate)) {}
+  Tensor forward(const Tensor& x) override { return x.gelu(approximate_); }
+
+ private:
+  std::string approximate_;
+};
+class Sigmoid : public Module {
+ public:
+  Sigmoid() : Module("Sigmoid") {}
+  Tensor forward(const Tensor& x) override { return x.sigmoid(); }
+};
+class Tanh : public Module {
+ public:
+  Tanh() : Module("Tanh") {}
+  Tensor forward(const Tensor& x) override { return x.tanh(); }
+};
+
+/// Runs its children in order; they are registered as "0", "1", ...
+class Sequential : public Module {
+ public:
+  Sequential() : Module("Sequential") {}
+  explicit Sequential(std::vector<std::shared_ptr<Module>> modules);
+  void push_back(std::shared_ptr<Module> module);
+  Tensor forward(const Tensor& x) override;
+  size_t size() const { return modules_.size(); }
+  std::shared_ptr<Module> operator[](size_t i) const { return modules_.at(i); }
+
+ private:
+  std::vector<std::shared_ptr<Module>> modules_;
+};
+
+}  // namespace kiln::nn

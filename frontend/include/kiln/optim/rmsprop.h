@@ -1,0 +1,37 @@
+#pragma once
+/// @file rmsprop.h
+/// RMSprop, as torch.optim.RMSprop. For each parameter p with gradient g:
+///
+///   g ← g + weight_decay · p
+///   s ← α · s + (1 − α) · g²
+///   centered:  a ← α · a + (1 − α) · g;   d ← √(s − a²) + ε
+///   otherwise: d ← √s + ε
+///   momentum > 0:  b ← momentum · b + g / d;   p ← p − lr · b
+///   otherwise:     p ← p − lr · g / d
+
+#include "kiln/optim/optimizer.h"
+
+namespace kiln::optim {
+
+struct RMSpropOptions : OptimizerOptions {
+  explicit RMSpropOptions(double lr = 1e-2) : OptimizerOptions(lr) {}
+  RMSpropOptions& alpha(double v) { alpha_ = v; return *this; }
+  RMSpropOptions& eps(double v) { eps_ = v; return *this; }
+  RMSpropOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
+  RMSpropOptions& momentum(double v) { momentum_ = v; return *this; }
+  RMSpropOptions& centered(bool v) { centered_ = v; return *this; }
+  std::unique_ptr<OptimizerOptions> clone() const override {
+    return std::make_unique<RMSpropOptions>(*this);
+  }
+  double alpha_ = 0.99, eps_ = 1e-8, weight_decay_ = 0, momentum_ = 0;
+  bool centered_ = false;
+};
+
+class RMSprop : public Optimizer {
+ public:
+  RMSprop(std::vector<Tensor> params, RMSpropOptions options = RMSpropOptions());
+  RMSprop(std::vector<ParamGroup> groups, RMSpropOptions defaults);
+  void step() override;
+};
+
+}  // namespace kiln::optim

@@ -1,0 +1,37 @@
+#pragma once
+/// @file sgd.h
+/// Stochastic gradient descent with momentum, as torch.optim.SGD. For each
+/// parameter p with gradient g, at step t:
+///
+///   g ← g + weight_decay · p
+///   if momentum ≠ 0:
+///     b ← g                                   (t = 1)
+///     b ← momentum · b + (1 − dampening) · g  (t > 1)
+///     g ← g + momentum · b   if nesterov, else   g ← b
+///   p ← p − lr · g
+
+#include "kiln/optim/optimizer.h"
+
+namespace kiln::optim {
+
+struct SGDOptions : OptimizerOptions {
+  explicit SGDOptions(double lr) : OptimizerOptions(lr) {}
+  SGDOptions& momentum(double v) { momentum_ = v; return *this; }
+  SGDOptions& dampening(double v) { dampening_ = v; return *this; }
+  SGDOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
+  SGDOptions& nesterov(bool v) { nesterov_ = v; return *this; }
+  std::unique_ptr<OptimizerOptions> clone() const override {
+    return std::make_unique<SGDOptions>(*this);
+  }
+  double momentum_ = 0, dampening_ = 0, weight_decay_ = 0;
+  bool nesterov_ = false;
+};
+
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Tensor> params, SGDOptions options);
+  SGD(std::vector<ParamGroup> groups, SGDOptions defaults);
+  void step() override;
+};
+
+}  // namespace kiln::optim

@@ -1,0 +1,210 @@
+// Convolution and pooling: shape checks, one forward kernel, one recorded node
+// whose backward is a catalogue kernel too.
+
+#include <array>
+
+#include "autograd/record.h"
+#include "kiln/nn/functional.h"
+#include "kiln/ops.h"
+#include "ops/common.h"
+
+namespace kiln::nn::functional {
+
+using detail::OpId;
+namespace ag = detail::autograd_impl;
+using Grads = std::vector<Tensor>;
+using Saved = std::vector<Tensor>;
+
+namespace {
+
+// Attribute storage that outlives the dispatch call.
+struct Ints2 {
+  std::array<int64_t, 2> v;
+  Ints2(Size2 s) : v{s.h, s.w} {}  // NOLINT
+  kiln_attr attr(const char* name) const {
+    kiln_attr a{};
+    a.name = name;
+    a.type = KILN_ATTR_INTS;
+    a.count = 2;
+    a.value.ints = v.data();
+    return a;
+  }
+};
+
+void check_image(const Tensor& x, const char* op) {
+  detail::impl_of(x, op);
+  KILN_CHECK(x.dim() == 4, op, ": expected a 4-D input [N, C, H, W], got shape ", x.shape());
+  KILN_CHECK(is_floating(x.dtype()), op, ": expected a floating-point input, got ", x.dtype());
+}
+
+void check_positive(Size2 s, const char* what, const char* op, int64_t min = 1) {
+  KILN_CHECK(s.h >= min && s.w >= min, op, ": ", what, " must be >= ", min, ", got (", s.h, ", ",
+             s.w, ")");
+}
+
+int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
+
+int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+  int64_t span = in + 2 * p - d * (k - 1) - 1;
+  int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  // With ceil_mode the last window must start inside the input or left padding.
+  if (ceil_mode && (out - 1) * s >= in + p) --out;
+  return out;
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride,
+              Size2 padding, Size2 dilation, int64_t groups) {
+  check_image(x, "conv2d");
+  detail::check_same_device("conv2d", {&x, &weight});
+  KILN_CHECK(weight.dim() == 4, "conv2d: expected a 4-D weight [O, C/groups, kH, kW], got shape ",
+             weight.shape());
+  check_positive(stride, "stride", "conv2d");
+  check_positive(dilation, "dilation", "conv2d");
+  check_positive(padding, "padding", "conv2d", 0);
+  KILN_CHECK(groups >= 1, "conv2d: groups must be >= 1, got ", groups);
+  int64_t n = x.size(0), c = x.size(1), o = weight.size(0);
+  KILN_CHECK(c == weight.size(1) * groups, "conv2d: input has ", c, " channels but weight ",
+             weight.shape(), " with groups=", groups, " expects ", weight.size(1) * groups);
+  KILN_CHECK(o % groups == 0, "conv2d: ", o, " output channels are not divisible by groups=", groups);
+  KILN_CHECK(x.dtype() == weight.dtype(), "conv2d: input is ", x.dtype(), " but weight is ",
+             weight.dtype());
+  int64_t ho = conv_out(x.size(2), weight.size(2), stride.h, padding.h, dilation.h);
+  int64_t wo = conv_out(x.size(3), weight.size(3), stride.w, padding.w, dilation.w);
+  KILN_CHECK(ho > 0 && wo > 0, "conv2d: the input ", x.shape(), " (padded by (", padding.h, ", ",
+             padding.w, ")) is smaller than the dilated kernel ", weight.shape());
+  Tensor b = bias;
+  if (b.defined()) {
+    detail::check_same_device("conv2d", {&x, &b});
+    KILN_CHECK(b.dim() == 1 && b.size(0) == o, "conv2d: expected a bias of shape [", o,
+               "], got ", b.shape());
+  }
+  Tensor xc = x.contiguous(), wc = weight.contiguous();
+  Tensor bc = b.defined() ? b.to(x.dtype()).contiguous() : zeros({o}, TensorOptions(x.dtype()).device(x.device()));
+  Tensor y = detail::empty_on(x, {n, o, ho, wo}, x.dtype());
+  Ints2 st(stride), pad(padding), dil(dilation);
+  detail::dispatch(OpId::conv2d, {xc.impl().get(), wc.impl().get(), bc.impl().get()},
+                   {y.impl().get()},
+                   {st.attr("stride"), pad.attr("padding"), dil.attr("dilation"),
+                    detail::int_attr("groups", groups)});
+  if (ag::needs_grad({&x, &weight, &b})) {
+    bool gx = x.requires_grad(), gw = weight.requires_grad(), gb = ag::requires_grad(b);
+    ag::record("Conv2dBackward", y, {&x, &weight, &b}, {xc, wc},
+               [=](const Saved& s, const Tensor& g) -> Grads {
+                 Tensor gc = g.contiguous();
+                 Ints2 st2(stride), pad2(padding), dil2(dilation);
+                 std::initializer_list<kiln_attr> attrs = {
+                     st2.attr("stride"), pad2.attr("padding"), dil2.attr("dilation"),
+                     detail::int_attr("groups", groups)};
+                 Grads grads(3);
+                 if (gx) {
+                   grads[0] = empty_like(s[0]);
+                   detail::dispatch(OpId::conv2d_backward_input, {gc.impl().get(), s[1].impl().get()},
+                                    {grads[0].impl().get()}, attrs);
+                 }
+                 if (gw) {
+                   grads[1] = empty_like(s[1]);
+                   detail::dispatch(OpId::conv2d_backward_weight,
+                                    {gc.impl().get(), s[0].impl().get()}, {grads[1].impl().get()},
+                                    attrs);
+                 }
+                 if (gb) grads[2] = g.sum({0, 2, 3});
+                 return grads;
+               });
+  }
+  return y;
+}
+
+Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding,
+                  Size2 dilation, bool ceil_mode) {
+  check_image(x, "max_pool2d");
+  Size2 s = stride.value_or(kernel_size);
+  check_positive(kernel_size, "kernel_size", "max_pool2d");
+  check_positive(s, "stride", "max_pool2d");
+  check_positive(dilation, "dilation", "max_pool2d");
+  KILN_CHECK(padding.h >= 0 && padding.w >= 0 && 2 * padding.h <= kernel_size.h &&
+                 2 * padding.w <= kernel_size.w,
+             "max_pool2d: padding (", padding.h, ", ", padding.w,
+             ") must be at most half the kernel size (", kernel_size.h, ", ", kernel_size.w, ")");
+  int64_t ho = pool_out(x.size(2), kernel_size.h, s.h, padding.h, dilation.h, ceil_mode);
+  int64_t wo = pool_out(x.size(3), kernel_size.w, s.w, padding.w, dilation.w, ceil_mode);
+  KILN_CHECK(ho > 0 && wo > 0, "max_pool2d: the input ", x.shape(),
+             " is too small for the kernel (", kernel_size.h, ", ", kernel_size.w, ")");
+  Tensor xc = x.contiguous();
+  Tensor y = detail::empty_on(x, {x.size(0), x.size(1), ho, wo}, x.dtype());
+  Tensor indices = detail::empty_on(x, {x.size(0), x.size(1), ho, wo}, DType::Int64);
+  Ints2 k(kernel_size), st(s), pad(padding), dil(dilation);
+  detail::dispatch(OpId::max_pool2d, {xc.impl().get()}, {y.impl().get(), indices.impl().get()},
+                   {k.attr("kernel_size"), st.attr("stride"), pad.attr("padding"),
+                    dil.attr("dilation"), detail::int_attr("ceil_mode", ceil_mode)});
+  if (ag::needs_grad({&x}))
+    ag::record("MaxPool2dBackward", y, {&x}, {indices},
+               [=, shape = x.shape().vec()](const Saved& sv, const Tensor& g) -> Grads {
+                 Ints2 k2(kernel_size), st2(s), pad2(padding), dil2(dilation);
+                 Tensor dx = empty(shape, TensorOptions(g.dtype()).device(g.device()));
+                 Tensor gc = g.contiguous();
+                 detail::dispatch(OpId::max_pool2d_backward, {gc.impl().get(), sv[0].impl().get()},
+                                  {dx.impl().get()},
+                                  {k2.attr("kernel_size"), st2.attr("stride"), pad2.attr("padding"),
+                                   dil2.attr("dilation"), detail::int_attr("ceil_mode", ceil_mode)});
+                 return {dx};
+               });
+  return y;
+}
+
+Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride, Size2 padding,
+                  bool ceil_mode, bool count_include_pad) {
+  check_image(x, "avg_pool2d");
+  Size2 s = stride.value_or(kernel_size);
+  check_positive(kernel_size, "kernel_size", "avg_pool2d");
+  check_positive(s, "stride", "avg_pool2d");
+  KILN_CHECK(padding.h >= 0 && padding.w >= 0 && 2 * padding.h <= kernel_size.h &&
+                 2 * padding.w <= kernel_size.w,
+             "avg_pool2d: padding must be at most half the kernel size");
+  int64_t ho = pool_out(x.size(2), kernel_size.h, s.h, padding.h, 1, ceil_mode);
+  int64_t wo = pool_out(x.size(3), kernel_size.w, s.w, padding.w, 1, ceil_mode);
+  KILN_CHECK(ho > 0 && wo > 0, "avg_pool2d: the input ", x.shape(), " is too small for the kernel");
+  Tensor xc = x.contiguous();
+  Tensor y = detail::empty_on(x, {x.size(0), x.size(1), ho, wo}, x.dtype());
+  Ints2 k(kernel_size), st(s), pad(padding);
+  detail::dispatch(OpId::avg_pool2d, {xc.impl().get()}, {y.impl().get()},
+                   {k.attr("kernel_size"), st.attr("stride"), pad.attr("padding"),
+                    detail::int_attr("ceil_mode", ceil_mode),
+                    detail::int_attr("count_include_pad", count_include_pad)});
+  if (ag::needs_grad({&x}))
+    ag::record("AvgPool2dBackward", y, {&x}, {},
+               [=, shape = x.shape().vec()](const Saved&, const Tensor& g) -> Grads {
+                 Ints2 k2(kernel_size), st2(s), pad2(padding);
+                 Tensor dx = empty(shape, TensorOptions(g.dtype()).device(g.device()));
+                 Tensor gc = g.contiguous();
+                 detail::dispatch(OpId::avg_pool2d_backward, {gc.impl().get()}, {dx.impl().get()},
+                                  {k2.attr("kernel_size"), st2.attr("stride"), pad2.attr("padding"),
+                                   detail::int_attr("ceil_mode", ceil_mode),
+                                   detail::int_attr("count_include_pad", count_include_pad)});
+                 return {dx};
+               });
+  return y;
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size) {
+  check_image(x, "adaptive_avg_pool2d");
+  check_positive(output_size, "output_size", "adaptive_avg_pool2d");
+  Tensor xc = x.contiguous();
+  Tensor y = detail::empty_on(x, {x.size(0), x.size(1), output_size.h, output_size.w}, x.dtype());
+  detail::dispatch(OpId::adaptive_avg_pool2d, {xc.impl().get()}, {y.impl().get()});
+  if (ag::needs_grad({&x}))
+    ag::record("AdaptiveAvgPool2dBackward", y, {&x}, {},
+               [shape = x.shape().vec()](const Saved&, const Tensor& g) -> Grads {
+                 Tensor dx = empty(shape, TensorOptions(g.dtype()).device(g.device()));
+                 Tensor gc = g.contiguous();
+                 detail::dispatch(OpId::adaptive_avg_pool2d_backward, {gc.impl().get()},
+                                  {dx.impl().get()});
+                 return {dx};
+               });
+  return y;
+}
+
+}  // namespace kiln::nn::functional

@@ -1,0 +1,66 @@
+#include "kiln/optim/adam.h"
+
+#include "kiln/autograd.h"
+#include "kiln/error.h"
+#include "ops/dispatch.h"
+
+namespace kiln::optim {
+
+namespace {
+std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
+  std::vector<ParamGroup> g(1);
+  g[0].params = std::move(params);
+  return g;
+}
+}  // namespace
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions options)
+    : Adam(one_group(std::move(params)), std::move(options)) {}
+
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions defaults)
+    : Adam(std::move(groups), defaults.clone(), "Adam", false) {}
+
+Adam::Adam(std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults,
+           const char* name, bool decoupled)
+    : Optimizer(std::move(groups), std::move(defaults), name), decoupled_(decoupled) {
+  for (auto& g : param_groups()) {
+    const auto& o = static_cast<const AdamOptions&>(*g.options);
+    KILN_CHECK(o.betas_.first >= 0 && o.betas_.first < 1 && o.betas_.second >= 0 &&
+                   o.betas_.second < 1,
+               name_, ": betas must be in [0, 1), got (", o.betas_.first, ", ", o.betas_.second, ")");
+    KILN_CHECK(o.eps_ >= 0 && o.weight_decay_ >= 0, name_, ": eps and weight_decay must be "
+               "non-negative");
+  }
+}
+
+void Adam::step() {
+  NoGradGuard no_grad;
+  for (auto& group : param_groups()) {
+    const auto& o = static_cast<const AdamOptions&>(*group.options);
+    for (auto& p : group.params) {
+      Tensor g = p.grad();
+      if (!g.defined()) continue;
+      Tensor& m = state(p, "exp_avg");
+      Tensor& v = state(p, "exp_avg_sq");
+      if (!m.defined()) m = zeros_like(p);
+      if (!v.defined()) v = zeros_like(p);
+      int64_t t = ++step_count(p);
+      Tensor gc = g.to(p.dtype());
+      detail::dispatch(detail::OpId::adam_step, {gc.impl().get()},
+                       {p.impl().get(), m.impl().get(), v.impl().get()},
+                       {detail::float_attr("lr", o.lr), detail::float_attr("beta1", o.betas_.first),
+                        detail::float_attr("beta2", o.betas_.second), detail::float_attr("eps", o.eps_),
+                        detail::float_attr("weight_decay", o.weight_decay_),
+                        detail::int_attr("decoupled", decoupled_), detail::int_attr("step", t)});
+      p.impl()->storage->version++;
+    }
+  }
+}
+
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options)
+    : AdamW(one_group(std::move(params)), std::move(options)) {}
+
+AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions defaults)
+    : Adam(std::move(groups), defaults.clone(), "AdamW", true) {}
+
+}  // namespace kiln::optim

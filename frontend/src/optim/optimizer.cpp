@@ -1,0 +1,145 @@
+#include "kiln/optim/optimizer.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "kiln/autograd.h"
+#include "kiln/error.h"
+#include "kiln/ops.h"
+
+namespace kiln::optim {
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults,
+                     const char* name)
+    : defaults_(std::move(defaults)), name_(name) {
+  KILN_CHECK(defaults_->lr >= 0, name_, ": learning rate must be non-negative, got ", defaults_->lr);
+  for (auto& g : groups) add_param_group(std::move(g));
+  size_t count = 0;
+  for (const auto& g : groups_) count += g.params.size();
+  KILN_CHECK(count > 0, name_, ": got an empty parameter list (did the model register its "
+             "parameters?)");
+}
+
+void Optimizer::add_param_group(ParamGroup group) {
+  std::set<const void*> seen;
+  for (const auto& g : groups_)
+    for (const auto& p : g.params) seen.insert(p.impl().get());
+  for (const auto& p : group.params) {
+    KILN_CHECK(p.defined(), name_, ": a parameter is undefined");
+    KILN_CHECK(p.is_leaf() && p.requires_grad(), name_, ": can only optimize leaf tensors that "
+               "require grad (shape ", p.shape(), ")");
+    KILN_CHECK(seen.insert(p.impl().get()).second, name_,
+               ": a parameter appears in more than one group");
+  }
+  if (!group.options) group.options = defaults_->clone();
+  groups_.push_back(std::move(group));
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+  NoGradGuard no_grad;
+  for (auto& g : groups_)
+    for (auto& p : g.params) {
+      if (!p.grad().defined()) continue;
+      if (set_to_none) p.set_grad(Tensor());
+      else p.grad().zero_();
+    }
+}
+
+Tensor& Optimizer::state(const Tensor& param, const std::string& name) {
+  return state_[param.impl().get()][name];
+}
+
+bool Optimizer::has_state(const Tensor& param, const std::string& name) const {
+  auto it = state_.find(param.impl().get());
+  return it != state_.end() && it->second.count(name) && it->second.at(name).defined();
+}
+
+int64_t& Optimizer::step_count(const Tensor& param) { return steps_[param.impl().get()]; }
+
+nn::StateDict Optimizer::state_dict() const {
+  nn::StateDict out;
+  size_t index = 0;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    out.emplace_back("param_groups." + std::to_string(g) + ".lr",
+                     scalar_tensor(groups_[g].options->lr, DType::Float64).to("cpu"));
+    for (const auto& p : groups_[g].params) {
+      std::string prefix = "state." + std::to_string(index++) + ".";
+      auto steps = steps_.find(p.impl().get());
+      if (steps != steps_.end())
+        out.emplace_back(prefix + "step", scalar_tensor(steps->second, DType::Int64).to("cpu"));
+      auto st = state_.find(p.impl().get());
+      if (st == state_.end()) continue;
+      for (const auto& [name, t] : st->second)
+        if (t.defined()) out.emplace_back(prefix + name, t);
+    }
+  }
+  return out;
+}
+
+void Optimizer::load_state_dict(const nn::StateDict& dict) {
+  std::vector<Tensor> params;
+  for (const auto& g : groups_)
+    for (const auto& p : g.params) params.push_back(p);
+  // Validate everything first, then apply: a bad checkpoint changes nothing.
+  std::vector<std::pair<size_t, double>> lrs;
+  std::vector<std::tuple<size_t, std::string, Tensor>> tensors;
+  for (const auto& [key, t] : dict) {
+    auto fail = [&](const std::string& why) {
+      KILN_FAIL(name_, "::load_state_dict: key '", key, "': ", why);
+    };
+    if (key.rfind("param_groups.", 0) == 0) {
+      size_t dot = key.find('.', 13);
+      if (dot == std::string::npos || key.substr(dot) != ".lr") fail("unknown group field");
+      size_t g = std::stoul(key.substr(13, dot - 13));
+      if (g >= groups_.size()) fail("the optimizer has " + std::to_string(groups_.size()) + " groups");
+      lrs.emplace_back(g, t.item<double>());
+    } else if (key.rfind("state.", 0) == 0) {
+      size_t dot = key.find('.', 6);
+      if (dot == std::string::npos) fail("malformed state key");
+      size_t i = std::stoul(key.substr(6, dot - 6));
+      if (i >= params.size())
+        fail("the optimizer has " + std::to_string(params.size()) + " parameters");
+      std::string name = key.substr(dot + 1);
+      if (name != "step" && t.shape() != params[i].shape()) {
+        std::ostringstream m;
+        m << "shape " << t.shape() << " does not match the parameter's " << params[i].shape();
+        fail(m.str());
+      }
+      tensors.emplace_back(i, name, t);
+    } else {
+      fail("not an optimizer key (expected 'state.*' or 'param_groups.*')");
+    }
+  }
+  for (auto [g, lr] : lrs) groups_[g].options->lr = lr;
+  NoGradGuard no_grad;
+  for (auto& [i, name, t] : tensors) {
+    const Tensor& p = params[i];
+    if (name == "step") step_count(p) = t.item<int64_t>();
+    else state(p, name) = t.to(p.device()).to(p.dtype()).clone();
+  }
+}
+
+Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type) {
+  KILN_CHECK(max_norm >= 0, "clip_grad_norm_: max_norm must be non-negative, got ", max_norm);
+  NoGradGuard no_grad;
+  std::vector<Tensor> grads;
+  for (const auto& p : parameters)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) return scalar_tensor(0.0);
+  bool inf = std::isinf(norm_type);
+  Tensor total;
+  for (const auto& g : grads) {
+    Tensor part = inf ? g.abs().max() : g.abs().pow(norm_type).sum();
+    part = part.to(DType::Float64).to(grads[0].device());
+    total = !total.defined() ? part : inf ? maximum(total, part) : total + part;
+  }
+  if (!inf) total = total.pow(1.0 / norm_type);
+  Tensor coef = clamp(max_norm / (total + 1e-6), std::nullopt, 1.0);
+  for (auto& g : grads) g.mul_(coef.to(g.dtype()).to(g.device()));
+  return total;
+}
+
+}  // namespace kiln::optim

@@ -1,0 +1,65 @@
+#include "kiln/optim/rmsprop.h"
+
+#include "kiln/autograd.h"
+#include "kiln/error.h"
+#include "kiln/ops.h"
+
+namespace kiln::optim {
+
+namespace {
+std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
+  std::vector<ParamGroup> g(1);
+  g[0].params = std::move(params);
+  return g;
+}
+}  // namespace
+
+RMSprop::RMSprop(std::vector<Tensor> params, RMSpropOptions options)
+    : RMSprop(one_group(std::move(params)), std::move(options)) {}
+
+RMSprop::RMSprop(std::vector<ParamGroup> groups, RMSpropOptions defaults)
+    : Optimizer(std::move(groups), defaults.clone(), "RMSprop") {
+  for (auto& g : param_groups()) {
+    const auto& o = static_cast<const RMSpropOptions&>(*g.options);
+    KILN_CHECK(o.alpha_ >= 0 && o.eps_ >= 0 && o.weight_decay_ >= 0 && o.momentum_ >= 0,
+               "RMSprop: alpha, eps, weight_decay and momentum must be non-negative");
+  }
+}
+
+// Composed from elementwise ops: RMSprop is rarely the bottleneck, so it has no
+// fused kernel in the catalogue.
+void RMSprop::step() {
+  NoGradGuard no_grad;
+  for (auto& group : param_groups()) {
+    const auto& o = static_cast<const RMSpropOptions&>(*group.options);
+    for (auto& p : group.params) {
+      Tensor g = p.grad();
+      if (!g.defined()) continue;
+      g = g.to(p.dtype());
+      if (o.weight_decay_ != 0) g = g + p * o.weight_decay_;
+      Tensor& sq = state(p, "square_avg");
+      if (!sq.defined()) sq = zeros_like(p);
+      ++step_count(p);
+      sq.mul_(o.alpha_).add_(g * g * (1 - o.alpha_));
+      Tensor avg;
+      if (o.centered_) {
+        Tensor& ga = state(p, "grad_avg");
+        if (!ga.defined()) ga = zeros_like(p);
+        ga.mul_(o.alpha_).add_(g * (1 - o.alpha_));
+        avg = (sq - ga * ga).sqrt() + o.eps_;
+      } else {
+        avg = sq.sqrt() + o.eps_;
+      }
+      if (o.momentum_ > 0) {
+        Tensor& buf = state(p, "momentum_buffer");
+        if (!buf.defined()) buf = zeros_like(p);
+        buf.mul_(o.momentum_).add_(g / avg);
+        p.sub_(buf * o.lr);
+      } else {
+        p.sub_(g / avg * o.lr);
+      }
+    }
+  }
+}
+
+}  // namespace kiln::optim

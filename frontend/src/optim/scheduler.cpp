@@ -1,0 +1,87 @@
+#include "kiln/optim/scheduler.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "kiln/error.h"
+
+namespace kiln::optim {
+
+LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {
+  for (const auto& g : optimizer.param_groups()) base_lrs_.push_back(g.options->lr);
+}
+
+void LRScheduler::step() {
+  ++step_;
+  apply();
+}
+
+void LRScheduler::set_step(int64_t t) {
+  KILN_CHECK(t >= 0, "LRScheduler::set_step: t must be non-negative, got ", t);
+  step_ = t;
+  apply();
+}
+
+void LRScheduler::apply() {
+  auto& groups = optimizer_.param_groups();
+  for (size_t i = 0; i < groups.size() && i < base_lrs_.size(); ++i)
+    groups[i].options->lr = lr_at(base_lrs_[i], step_);
+}
+
+std::vector<double> LRScheduler::get_last_lr() const {
+  std::vector<double> out;
+  for (const auto& g : optimizer_.param_groups()) out.push_back(g.options->lr);
+  return out;
+}
+
+StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
+    : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
+  KILN_CHECK(step_size > 0, "StepLR: step_size must be positive, got ", step_size);
+}
+double StepLR::lr_at(double base, int64_t t) const {
+  return base * std::pow(gamma_, static_cast<double>(t / step_size_));
+}
+
+CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double eta_min)
+    : LRScheduler(optimizer), t_max_(t_max), eta_min_(eta_min) {
+  KILN_CHECK(t_max > 0, "CosineAnnealingLR: T_max must be positive, got ", t_max);
+}
+double CosineAnnealingLR::lr_at(double base, int64_t t) const {
+  double c = std::cos(std::numbers::pi * static_cast<double>(std::min(t, t_max_)) /
+                      static_cast<double>(t_max_));
+  return eta_min_ + (base - eta_min_) * (1 + c) / 2;
+}
+
+LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor, int64_t total_iters)
+    : LRScheduler(optimizer), start_(start_factor), end_(end_factor), total_(total_iters) {
+  KILN_CHECK(start_factor > 0 && start_factor <= 1 && end_factor >= 0 && end_factor <= 1 &&
+                 total_iters > 0,
+             "LinearLR: need 0 < start_factor <= 1, 0 <= end_factor <= 1, total_iters > 0");
+  apply();
+}
+double LinearLR::lr_at(double base, int64_t t) const {
+  double f = static_cast<double>(std::min(t, total_)) / static_cast<double>(total_);
+  return base * (start_ + (end_ - start_) * f);
+}
+
+OneCycleLR::OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps, double pct_start,
+                       double div_factor, double final_div_factor)
+    : LRScheduler(optimizer), max_lr_(max_lr), total_(total_steps), pct_start_(pct_start),
+      div_(div_factor), final_div_(final_div_factor) {
+  KILN_CHECK(total_steps > 1 && pct_start > 0 && pct_start < 1 && max_lr > 0,
+             "OneCycleLR: need total_steps > 1, 0 < pct_start < 1 and max_lr > 0");
+  apply();
+}
+double OneCycleLR::lr_at(double, int64_t t) const {
+  double initial = max_lr_ / div_, final_lr = initial / final_div_;
+  double warm_end = pct_start_ * static_cast<double>(total_) - 1;
+  double step = static_cast<double>(std::min(t, total_ - 1));
+  auto cos_anneal = [](double from, double to, double frac) {
+    return to + (from - to) * (1 + std::cos(std::numbers::pi * frac)) / 2;
+  };
+  if (step <= warm_end) return cos_anneal(initial, max_lr_, step / warm_end);
+  return cos_anneal(max_lr_, final_lr,
+                    (step - warm_end) / (static_cast<double>(total_ - 1) - warm_end));
+}
+
+}  // namespace kiln::optim

@@ -1,0 +1,59 @@
+#include "kiln/optim/sgd.h"
+
+#include "kiln/autograd.h"
+#include "kiln/error.h"
+#include "ops/dispatch.h"
+
+namespace kiln::optim {
+
+namespace {
+std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
+  std::vector<ParamGroup> g(1);
+  g[0].params = std::move(params);
+  return g;
+}
+void check(const SGDOptions& o) {
+  KILN_CHECK(o.momentum_ >= 0 && o.weight_decay_ >= 0, "SGD: momentum and weight_decay must be "
+             "non-negative");
+  KILN_CHECK(!o.nesterov_ || (o.momentum_ > 0 && o.dampening_ == 0),
+             "SGD: nesterov needs momentum > 0 and dampening 0");
+}
+}  // namespace
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions options)
+    : SGD(one_group(std::move(params)), std::move(options)) {}
+
+SGD::SGD(std::vector<ParamGroup> groups, SGDOptions defaults)
+    : Optimizer(std::move(groups), defaults.clone(), "SGD") {
+  for (auto& g : param_groups()) check(static_cast<const SGDOptions&>(*g.options));
+}
+
+void SGD::step() {
+  NoGradGuard no_grad;
+  for (auto& group : param_groups()) {
+    const auto& o = static_cast<const SGDOptions&>(*group.options);
+    for (auto& p : group.params) {
+      Tensor g = p.grad();
+      if (!g.defined()) continue;
+      if (o.momentum_ == 0) {
+        // Plain SGD: two elementwise ops, no state.
+        Tensor d = o.weight_decay_ != 0 ? g + p * o.weight_decay_ : g;
+        p.sub_(d * o.lr);
+        continue;
+      }
+      bool first = !has_state(p, "momentum_buffer");
+      Tensor& buf = state(p, "momentum_buffer");
+      if (first) buf = empty_like(p);
+      Tensor gc = g.to(p.dtype());
+      detail::dispatch(detail::OpId::sgd_step, {gc.impl().get()}, {p.impl().get(), buf.impl().get()},
+                       {detail::float_attr("lr", o.lr), detail::float_attr("momentum", o.momentum_),
+                        detail::float_attr("dampening", o.dampening_),
+                        detail::float_attr("weight_decay", o.weight_decay_),
+                        detail::int_attr("nesterov", o.nesterov_),
+                        detail::int_attr("first_step", first)});
+      p.impl()->storage->version++;
+    }
+  }
+}
+
+}  // namespace kiln::optim

@@ -1,0 +1,208 @@
+// Optimizers against their update equations computed here in double precision
+// (PyTorch's formulas, as documented in each header), over several steps.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <kiln/kiln.h>
+#include <kiln/optim.h>
+
+namespace {
+
+using namespace kiln;
+
+// A parameter p and a fixed gradient function g(step, i) = (i + 1) * 0.1 * (-1)^step + 0.05 p.
+std::vector<double> grad_of(const std::vector<double>& p, int step) {
+  std::vector<double> g(p.size());
+  for (size_t i = 0; i < p.size(); ++i)
+    g[i] = (static_cast<double>(i) + 1) * 0.1 * (step % 2 ? -1 : 1) + 0.05 * p[i];
+  return g;
+}
+
+// Runs `steps` optimizer steps on a float64 parameter with grad_of gradients.
+template <typename Opt>
+std::vector<double> run(Opt& opt, Tensor& p, int steps) {
+  for (int s = 0; s < steps; ++s) {
+    auto g = grad_of(p.to_vector<double>(), s);
+    p.set_grad(from_vector<double>(g));
+    opt.step();
+  }
+  return p.to_vector<double>();
+}
+
+void expect_near(const std::vector<double>& a, const std::vector<double>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-12) << "element " << i;
+}
+
+const std::vector<double> kStart = {0.5, -1.0, 2.0};
+
+TEST(Optimizers, SgdWithMomentumDampeningWeightDecayNesterov) {
+  for (bool nesterov : {false, true}) {
+    double lr = 0.1, mom = 0.9, damp = nesterov ? 0.0 : 0.1, wd = 0.01;
+    auto p = from_vector<double>(kStart).requires_grad_();
+    optim::SGDOptions o(lr);
+    o.momentum(mom).dampening(damp).weight_decay(wd).nesterov(nesterov);
+    optim::SGD opt(std::vector<Tensor>{p}, o);
+    auto got = run(opt, p, 4);
+
+    std::vector<double> q = kStart, buf(3);
+    for (int s = 0; s < 4; ++s) {
+      auto g = grad_of(q, s);
+      for (int i = 0; i < 3; ++i) {
+        double d = g[i] + wd * q[i];
+        buf[i] = s == 0 ? d : mom * buf[i] + (1 - damp) * d;
+        double step = nesterov ? d + mom * buf[i] : buf[i];
+        q[i] -= lr * step;
+      }
+    }
+    expect_near(got, q);
+  }
+}
+
+TEST(Optimizers, PlainSgd) {
+  auto p = from_vector<double>(kStart).requires_grad_();
+  optim::SGD opt(std::vector<Tensor>{p}, optim::SGDOptions(0.5));
+  auto got = run(opt, p, 2);
+  std::vector<double> q = kStart;
+  for (int s = 0; s < 2; ++s) {
+    auto g = grad_of(q, s);
+    for (int i = 0; i < 3; ++i) q[i] -= 0.5 * g[i];
+  }
+  expect_near(got, q);
+}
+
+void check_adam(bool decoupled) {
+  double lr = 0.01, b1 = 0.8, b2 = 0.95, eps = 1e-6, wd = 0.1;
+  auto p = from_vector<double>(kStart).requires_grad_();
+  std::vector<double> got;
+  if (decoupled) {
+    optim::AdamWOptions o(lr);
+    o.betas({b1, b2}).eps(eps).weight_decay(wd);
+    optim::AdamW opt(std::vector<Tensor>{p}, o);
+    got = run(opt, p, 5);
+  } else {
+    optim::AdamOptions o(lr);
+    o.betas({b1, b2}).eps(eps).weight_decay(wd);
+    optim::Adam opt(std::vector<Tensor>{p}, o);
+    got = run(opt, p, 5);
+  }
+  std::vector<double> q = kStart, m(3, 0), v(3, 0);
+  for (int s = 0; s < 5; ++s) {
+    auto g = grad_of(q, s);
+    int t = s + 1;
+    for (int i = 0; i < 3; ++i) {
+      double d = g[i];
+      if (decoupled) q[i] *= 1 - lr * wd;
+      else d += wd * q[i];
+      m[i] = b1 * m[i] + (1 - b1) * d;
+      v[i] = b2 * v[i] + (1 - b2) * d * d;
+      double denom = std::sqrt(v[i]) / std::sqrt(1 - std::pow(b2, t)) + eps;
+      q[i] -= lr / (1 - std::pow(b1, t)) * m[i] / denom;
+    }
+  }
+  expect_near(got, q);
+}
+
+TEST(Optimizers, Adam) { check_adam(false); }
+TEST(Optimizers, AdamW) { check_adam(true); }
+
+TEST(Optimizers, RmspropCenteredWithMomentum) {
+  double lr = 0.01, alpha = 0.9, eps = 1e-8, wd = 0.05, mom = 0.5;
+  auto p = from_vector<double>(kStart).requires_grad_();
+  optim::RMSpropOptions o(lr);
+  o.alpha(alpha).eps(eps).weight_decay(wd).momentum(mom).centered(true);
+  optim::RMSprop opt(std::vector<Tensor>{p}, o);
+  auto got = run(opt, p, 3);
+  std::vector<double> q = kStart, sq(3, 0), ga(3, 0), buf(3, 0);
+  for (int s = 0; s < 3; ++s) {
+    auto g = grad_of(q, s);
+    for (int i = 0; i < 3; ++i) {
+      double d = g[i] + wd * q[i];
+      sq[i] = alpha * sq[i] + (1 - alpha) * d * d;
+      ga[i] = alpha * ga[i] + (1 - alpha) * d;
+      double avg = std::sqrt(sq[i] - ga[i] * ga[i]) + eps;
+      buf[i] = mom * buf[i] + d / avg;
+      q[i] -= lr * buf[i];
+    }
+  }
+  expect_near(got, q);
+}
+
+TEST(Optimizers, ParamGroupsHaveTheirOwnOptions) {
+  auto a = from_vector<double>({1.0}).requires_grad_();
+  auto b = from_vector<double>({1.0}).requires_grad_();
+  std::vector<optim::ParamGroup> groups(2);
+  groups[0].params = {a};
+  groups[1].params = {b};
+  groups[1].options = std::make_unique<optim::SGDOptions>(1.0);
+  optim::SGD opt(std::move(groups), optim::SGDOptions(0.1));
+  a.set_grad(from_vector<double>({1.0}));
+  b.set_grad(from_vector<double>({1.0}));
+  opt.step();
+  EXPECT_DOUBLE_EQ(a.item<double>(), 0.9);
+  EXPECT_DOUBLE_EQ(b.item<double>(), 0.0);
+}
+
+TEST(Optimizers, StateDictRoundTripContinuesIdentically) {
+  auto make = [] { return from_vector<double>(kStart).requires_grad_(); };
+  auto p1 = make(), p2 = make();
+  optim::Adam a1(std::vector<Tensor>{p1}, optim::AdamOptions(0.05));
+  run(a1, p1, 3);
+  // Copy the parameter and the optimizer state into a fresh pair.
+  {
+    NoGradGuard g;
+    p2.copy_(p1);
+  }
+  optim::Adam a2(std::vector<Tensor>{p2}, optim::AdamOptions(0.05));
+  a2.load_state_dict(a1.state_dict());
+  for (int s = 3; s < 6; ++s) {
+    auto g = grad_of(p1.to_vector<double>(), s);
+    p1.set_grad(from_vector<double>(g));
+    p2.set_grad(from_vector<double>(g));
+    a1.step();
+    a2.step();
+  }
+  EXPECT_EQ(p1.to_vector<double>(), p2.to_vector<double>());
+}
+
+TEST(Optimizers, BadInput) {
+  EXPECT_THROW(optim::SGD(std::vector<Tensor>{}, optim::SGDOptions(0.1)), Error);  // no parameters
+  auto p = from_vector<double>({1.0}).requires_grad_();
+  EXPECT_THROW(optim::SGD(std::vector<Tensor>{p, p}, optim::SGDOptions(0.1)), Error);
+  optim::AdamOptions bad;
+  bad.betas({1.0, 0.9});
+  EXPECT_THROW(optim::Adam(std::vector<Tensor>{p}, bad), Error);
+  optim::Adam opt(std::vector<Tensor>{p});
+  nn::StateDict wrong = {{"state.0.exp_avg", zeros({2}, float64)}};
+  EXPECT_THROW(opt.load_state_dict(wrong), Error);
+  EXPECT_THROW(opt.load_state_dict({{"nonsense", zeros({1})}}), Error);
+}
+
+TEST(Optimizers, ZeroGradAndParametersWithoutGradients) {
+  auto p = from_vector<double>({1.0}).requires_grad_();
+  optim::SGD opt(std::vector<Tensor>{p}, optim::SGDOptions(0.1));
+  opt.step();  // no gradient: nothing happens
+  EXPECT_DOUBLE_EQ(p.item<double>(), 1.0);
+  p.set_grad(from_vector<double>({1.0}));
+  opt.zero_grad(false);
+  EXPECT_DOUBLE_EQ(p.grad().item<double>(), 0.0);
+  opt.zero_grad();
+  EXPECT_FALSE(p.grad().defined());
+}
+
+TEST(ClipGradNorm, ScalesToTheMaximumNorm) {
+  auto a = from_vector<double>({0.0, 0.0}).requires_grad_();
+  auto b = from_vector<double>({0.0}).requires_grad_();
+  a.set_grad(from_vector<double>({3.0, 0.0}));
+  b.set_grad(from_vector<double>({4.0}));
+  auto norm = optim::clip_grad_norm_({a, b}, 1.0);
+  EXPECT_NEAR(norm.item<double>(), 5.0, 1e-12);
+  EXPECT_NEAR(a.grad().to_vector<double>()[0], 3.0 / (5.0 + 1e-6), 1e-9);
+  EXPECT_NEAR(b.grad().item<double>(), 4.0 / (5.0 + 1e-6), 1e-9);
+  // Under the limit nothing changes.
+  optim::clip_grad_norm_({a, b}, 10.0);
+  EXPECT_NEAR(b.grad().item<double>(), 4.0 / (5.0 + 1e-6), 1e-9);
+}
+
+}  // namespace

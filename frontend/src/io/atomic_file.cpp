@@ -1,0 +1,118 @@
+#include "kiln/io/atomic_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <string>
+#include <system_error>
+
+#include "kiln/error.h"
+
+namespace kiln::io {
+
+namespace {
+
+std::string errno_text(int error_number) { return std::system_category().message(error_number); }
+
+std::filesystem::path folder_of(const std::filesystem::path& target) {
+  std::filesystem::path folder = target.parent_path();
+  return folder.empty() ? std::filesystem::path(".") : folder;
+}
+
+}  // namespace
+
+AtomicFileWriter::AtomicFileWriter(std::filesystem::path target) : target_(std::move(target)) {
+  KILN_CHECK(!target_.empty() && target_.has_filename(), "cannot save to '", target_.string(),
+             "': the path names no file");
+  static std::atomic<uint64_t> counter{0};
+  // O_EXCL with a name unique to this process and call; mode 0666 lets the umask
+  // decide the permissions, as for any file the program creates.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    // Built with append: GCC 12's -Wrestrict misfires on chained operator+ at -O3.
+    std::string name = ".";
+    name.append(target_.filename().string())
+        .append(".tmp-")
+        .append(std::to_string(::getpid()))
+        .append("-")
+        .append(std::to_string(counter++));
+    std::filesystem::path candidate = folder_of(target_) / name;
+    int fd = ::open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      fd_ = fd;
+      temporary_ = std::move(candidate);
+      return;
+    }
+    if (errno != EEXIST)
+      KILN_FAIL("cannot save to '", target_.string(), "': creating the temporary file '",
+                candidate.string(), "' failed: ", errno_text(errno));
+  }
+  KILN_FAIL("cannot save to '", target_.string(),
+            "': no free temporary file name in its folder after 100 attempts");
+}
+
+AtomicFileWriter::~AtomicFileWriter() { discard(); }
+
+void AtomicFileWriter::discard() noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (!temporary_.empty()) ::unlink(temporary_.c_str());
+  temporary_.clear();
+}
+
+void AtomicFileWriter::fail(const char* what, int error_number) {
+  std::string temporary = temporary_.string();
+  discard();
+  KILN_FAIL(
+      "cannot save to '", target_.string(), "': ", what, " failed: ", errno_text(error_number),
+      " (the previous file, if any, is unchanged; the temporary '", temporary, "' was removed)");
+}
+
+void AtomicFileWriter::write(const void* data, size_t bytes) {
+  KILN_CHECK(fd_ >= 0, "AtomicFileWriter: write to '", target_.string(),
+             "' after commit() or a failure");
+  const auto* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    ssize_t n = ::write(fd_, p, bytes);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("writing", errno);
+    }
+    if (n == 0) fail("writing", EIO);
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+}
+
+void AtomicFileWriter::commit() {
+  KILN_CHECK(fd_ >= 0, "AtomicFileWriter: commit of '", target_.string(),
+             "' after commit() or a failure");
+  if (::fsync(fd_) != 0) fail("flushing the data to disk (fsync)", errno);
+  int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    int error = errno;
+    if (error != EINTR) fail("closing the temporary file", error);
+  }
+  if (::rename(temporary_.c_str(), target_.c_str()) != 0)
+    fail("renaming the temporary file", errno);
+  temporary_.clear();
+
+  // The rename is durable only once the folder's entry is on disk. Some
+  // filesystems cannot fsync a folder (EINVAL); there is nothing more to do there.
+  std::filesystem::path folder = folder_of(target_);
+  int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0)
+    KILN_FAIL("saved '", target_.string(),
+              "', but opening its folder to flush it failed: ", errno_text(errno));
+  int result = ::fsync(dir);
+  int error = errno;
+  ::close(dir);
+  if (result != 0 && error != EINVAL && error != ENOTSUP)
+    KILN_FAIL("saved '", target_.string(),
+              "', but flushing its folder (fsync) failed: ", errno_text(error),
+              "; the new file may not survive a crash");
+}
+
+}  // namespace kiln::io

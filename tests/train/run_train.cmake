@@ -1,0 +1,17 @@
+# Runs kiln-train with ARGS (a ;-list) and checks the outcome.
+#   -DPROGRAM=path -DARGS="..." -DEXPECT=success|failure [-DMATCH=regex]
+separate_arguments(args UNIX_COMMAND "${ARGS}")
+execute_process(COMMAND ${PROGRAM} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}${err}")
+if(EXPECT STREQUAL "success" AND NOT rc EQUAL 0)
+  message(FATAL_ERROR "kiln-train failed (exit ${rc})")
+endif()
+if(EXPECT STREQUAL "failure" AND rc EQUAL 0)
+  message(FATAL_ERROR "kiln-train succeeded but should have failed")
+endif()
+if(EXPECT STREQUAL "failure" AND rc MATCHES "[Ss]egmentation|[Aa]bort")
+  message(FATAL_ERROR "kiln-train crashed: ${rc}")
+endif()
+if(DEFINED MATCH AND NOT "${out}${err}" MATCHES "${MATCH}")
+  message(FATAL_ERROR "output does not match '${MATCH}'")
+endif()

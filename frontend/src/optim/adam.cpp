@@ -6,16 +6,8 @@
 
 namespace kiln::optim {
 
-namespace {
-std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
-  std::vector<ParamGroup> g(1);
-  g[0].params = std::move(params);
-  return g;
-}
-}  // namespace
-
 Adam::Adam(std::vector<Tensor> params, AdamOptions options)
-    : Adam(one_group(std::move(params)), std::move(options)) {}
+    : Adam(single_group(std::move(params)), std::move(options)) {}
 
 Adam::Adam(std::vector<ParamGroup> groups, AdamOptions defaults)
     : Adam(std::move(groups), defaults.clone(), "Adam", false) {}
@@ -58,7 +50,7 @@ void Adam::step() {
 }
 
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options)
-    : AdamW(one_group(std::move(params)), std::move(options)) {}
+    : AdamW(single_group(std::move(params)), std::move(options)) {}
 
 AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions defaults)
     : Adam(std::move(groups), defaults.clone(), "AdamW", true) {}

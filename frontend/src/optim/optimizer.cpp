@@ -12,6 +12,12 @@
 
 namespace kiln::optim {
 
+std::vector<ParamGroup> single_group(std::vector<Tensor> params) {
+  std::vector<ParamGroup> groups(1);
+  groups[0].params = std::move(params);
+  return groups;
+}
+
 Optimizer::Optimizer(std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults,
                      const char* name)
     : defaults_(std::move(defaults)), name_(name) {

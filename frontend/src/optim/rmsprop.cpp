@@ -6,16 +6,8 @@
 
 namespace kiln::optim {
 
-namespace {
-std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
-  std::vector<ParamGroup> g(1);
-  g[0].params = std::move(params);
-  return g;
-}
-}  // namespace
-
 RMSprop::RMSprop(std::vector<Tensor> params, RMSpropOptions options)
-    : RMSprop(one_group(std::move(params)), std::move(options)) {}
+    : RMSprop(single_group(std::move(params)), std::move(options)) {}
 
 RMSprop::RMSprop(std::vector<ParamGroup> groups, RMSpropOptions defaults)
     : Optimizer(std::move(groups), defaults.clone(), "RMSprop") {

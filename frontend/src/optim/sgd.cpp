@@ -7,11 +7,6 @@
 namespace kiln::optim {
 
 namespace {
-std::vector<ParamGroup> one_group(std::vector<Tensor> params) {
-  std::vector<ParamGroup> g(1);
-  g[0].params = std::move(params);
-  return g;
-}
 void check(const SGDOptions& o) {
   KILN_CHECK(o.momentum_ >= 0 && o.weight_decay_ >= 0, "SGD: momentum and weight_decay must be "
              "non-negative");
@@ -21,7 +16,7 @@ void check(const SGDOptions& o) {
 }  // namespace
 
 SGD::SGD(std::vector<Tensor> params, SGDOptions options)
-    : SGD(one_group(std::move(params)), std::move(options)) {}
+    : SGD(single_group(std::move(params)), std::move(options)) {}
 
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions defaults)
     : Optimizer(std::move(groups), defaults.clone(), "SGD") {

@@ -38,6 +38,9 @@ struct ParamGroup {
   std::unique_ptr<OptimizerOptions> options;
 };
 
+/// One group holding `params`, using the optimizer's defaults.
+std::vector<ParamGroup> single_group(std::vector<Tensor> params);
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;

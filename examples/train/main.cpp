@@ -156,10 +156,25 @@ void save_checkpoint(const Args& a, kiln::nn::Module& model, kiln::optim::Optimi
   kiln::io::save_safetensors(a.checkpoint, tensors, meta);
 }
 
-// Restores a checkpoint; returns the number of epochs it had completed.
+int64_t restore(const Args& a, const kiln::io::SafetensorsFile& file, kiln::nn::Module& model,
+                kiln::optim::Optimizer& opt, kiln::optim::LRScheduler* schedule, History& history);
+
+// Restores a checkpoint; returns the number of epochs it had completed. Malformed
+// metadata (numbers, JSON) is reported as a kiln::Error naming the file.
 int64_t load_checkpoint(const Args& a, kiln::nn::Module& model, kiln::optim::Optimizer& opt,
                         kiln::optim::LRScheduler* schedule, History& history) {
   auto file = kiln::io::load_safetensors(a.checkpoint);
+  try {
+    return restore(a, file, model, opt, schedule, history);
+  } catch (const kiln::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    KILN_FAIL("--resume: ", a.checkpoint, " has malformed kiln-train metadata (", e.what(), ")");
+  }
+}
+
+int64_t restore(const Args& a, const kiln::io::SafetensorsFile& file, kiln::nn::Module& model,
+                kiln::optim::Optimizer& opt, kiln::optim::LRScheduler* schedule, History& history) {
   auto meta = [&](const std::string& key) {
     auto it = file.metadata.find(key);
     KILN_CHECK(it != file.metadata.end(), "--resume: ", a.checkpoint,

@@ -177,6 +177,9 @@ TEST(Optimizers, BadInput) {
   nn::StateDict wrong = {{"state.0.exp_avg", zeros({2}, float64)}};
   EXPECT_THROW(opt.load_state_dict(wrong), Error);
   EXPECT_THROW(opt.load_state_dict({{"nonsense", zeros({1})}}), Error);
+  // Malformed indices are kiln::Errors too, not std::invalid_argument escaping.
+  EXPECT_THROW(opt.load_state_dict({{"state.x.exp_avg", zeros({1})}}), Error);
+  EXPECT_THROW(opt.load_state_dict({{"param_groups..lr", zeros({})}}), Error);
 }
 
 TEST(Optimizers, ZeroGradAndParametersWithoutGradients) {

@@ -1,5 +1,6 @@
 #include "kiln/optim/optimizer.h"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -17,6 +18,17 @@ std::vector<ParamGroup> single_group(std::vector<Tensor> params) {
   groups[0].params = std::move(params);
   return groups;
 }
+
+namespace {
+// The decimal index in key[begin, end); anything else is reported through `fail`.
+template <typename Fail>
+size_t parse_index(const std::string& key, size_t begin, size_t end, const Fail& fail) {
+  size_t value = 0;
+  auto [ptr, ec] = std::from_chars(key.data() + begin, key.data() + end, value);
+  if (begin == end || ec != std::errc() || ptr != key.data() + end) fail("malformed index");
+  return value;
+}
+}  // namespace
 
 Optimizer::Optimizer(std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults,
                      const char* name)
@@ -99,13 +111,13 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
     if (key.rfind("param_groups.", 0) == 0) {
       size_t dot = key.find('.', 13);
       if (dot == std::string::npos || key.substr(dot) != ".lr") fail("unknown group field");
-      size_t g = std::stoul(key.substr(13, dot - 13));
+      size_t g = parse_index(key, 13, dot, fail);
       if (g >= groups_.size()) fail("the optimizer has " + std::to_string(groups_.size()) + " groups");
       lrs.emplace_back(g, t.item<double>());
     } else if (key.rfind("state.", 0) == 0) {
       size_t dot = key.find('.', 6);
       if (dot == std::string::npos) fail("malformed state key");
-      size_t i = std::stoul(key.substr(6, dot - 6));
+      size_t i = parse_index(key, 6, dot, fail);
       if (i >= params.size())
         fail("the optimizer has " + std::to_string(params.size()) + " parameters");
       std::string name = key.substr(dot + 1);

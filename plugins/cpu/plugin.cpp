@@ -116,21 +116,7 @@ kiln_status* get_kernel(kiln_device* device, const char* name, int32_t version,
                         kiln_kernel* kernel) {
   return sdk::guard("get_kernel", [&] {
     from_handle(device);
-    KILN_SDK_CHECK(kernel != nullptr && name != nullptr, KILN_STATUS_INVALID_ARGUMENT,
-                   "null name or kernel");
-    KILN_SDK_CHECK(kernel->struct_size >= offsetof(kiln_kernel, run) + sizeof(kernel->run),
-                   KILN_STATUS_ABI_MISMATCH, "kiln_kernel.struct_size ", kernel->struct_size,
-                   " is too small to hold run");
-    kiln_kernel full{};
-    full.struct_size = kernel->struct_size;
-    if (const KernelEntry* entry = find_kernel(name, version)) {
-      full.run = entry->run;
-      full.context = const_cast<KernelEntry*>(entry);
-      full.supports = entry->supports;
-      full.flags = entry->flags;
-    }
-    // Unknown op or version: not an error; run stays NULL.
-    std::memcpy(kernel, &full, std::min(kernel->struct_size, sizeof full));
+    kernel_table().lookup(name, version, kernel);
   });
 }
 

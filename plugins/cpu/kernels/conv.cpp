@@ -37,22 +37,22 @@ ConvGeometry geometry(const OpArgs& args, const Tensor& x, const Tensor& w, cons
   const int64_t* padding = args.attr_ints("padding", 2);
   const int64_t* dilation = args.attr_ints("dilation", 2);
   const int64_t groups = args.attr_int("groups");
-  KILN_CPU_CHECK_ARG(x.ndim == 4 && w.ndim == 4 && y.ndim == 4, "expected 4-D x, w and y, got ",
+  KILN_SDK_CHECK_ARG(x.ndim == 4 && w.ndim == 4 && y.ndim == 4, "expected 4-D x, w and y, got ",
                      x.ndim, "-D, ", w.ndim, "-D, ", y.ndim, "-D");
   ConvGeometry g{x.shape[0], x.shape[1],  x.shape[2],  x.shape[3], w.shape[0], w.shape[2],
                  w.shape[3], y.shape[2],  y.shape[3],  stride[0],  stride[1],  padding[0],
                  padding[1], dilation[0], dilation[1], groups,     0,          0};
-  KILN_CPU_CHECK_ARG(g.stride_h > 0 && g.stride_w > 0 && g.dil_h > 0 && g.dil_w > 0 &&
+  KILN_SDK_CHECK_ARG(g.stride_h > 0 && g.stride_w > 0 && g.dil_h > 0 && g.dil_w > 0 &&
                          g.pad_h >= 0 && g.pad_w >= 0 && groups > 0,
                      "bad stride, padding, dilation or groups");
-  KILN_CPU_CHECK_ARG(g.c % groups == 0 && g.o % groups == 0 && w.shape[1] * groups == g.c,
+  KILN_SDK_CHECK_ARG(g.c % groups == 0 && g.o % groups == 0 && w.shape[1] * groups == g.c,
                      "channels (", g.c, " in, ", g.o, " out, weight ", shape_string(w),
                      ") do not fit groups = ", groups);
   g.cg = g.c / groups;
   g.og = g.o / groups;
   const int64_t ho = (g.h + 2 * g.pad_h - g.dil_h * (g.kh - 1) - 1) / g.stride_h + 1;
   const int64_t wo = (g.w + 2 * g.pad_w - g.dil_w * (g.kw - 1) - 1) / g.stride_w + 1;
-  KILN_CPU_CHECK_ARG(y.shape[0] == g.n && y.shape[1] == g.o && g.ho == ho && g.wo == wo,
+  KILN_SDK_CHECK_ARG(y.shape[0] == g.n && y.shape[1] == g.o && g.ho == ho && g.wo == wo,
                      "y has shape ", shape_string(y), ", expected [", g.n, ",", g.o, ",", ho, ",",
                      wo, "]");
   expect_contiguous(x, "x");

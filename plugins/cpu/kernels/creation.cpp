@@ -24,7 +24,7 @@ void generate_1d(const Tensor& y, const ValueAt& value_at) {
 }
 
 void expect_1d(const Tensor& y) {
-  KILN_CPU_CHECK_ARG(y.ndim == 1, "y must be 1-D, got ", y.ndim, "-D");
+  KILN_SDK_CHECK_ARG(y.ndim == 1, "y must be 1-D, got ", y.ndim, "-D");
 }
 
 using ArangeTypes = TypeList<float, double, float16, bfloat16, int32_t, int64_t, uint8_t>;

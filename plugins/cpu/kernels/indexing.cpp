@@ -50,7 +50,7 @@ void gather_loop(const Tensor& y, const Tensor& index_view, const Tensor& x_view
 
 int64_t checked_dim(const OpArgs& args, int32_t ndim) {
   const int64_t dim = args.attr_int("dim");
-  KILN_CPU_CHECK_ARG(dim >= 0 && dim < ndim, "dim ", dim, " is out of range for a ", ndim, "-D x");
+  KILN_SDK_CHECK_ARG(dim >= 0 && dim < ndim, "dim ", dim, " is out of range for a ", ndim, "-D x");
   return dim;
 }
 
@@ -62,11 +62,11 @@ void index_select_impl(const OpArgs& args) {
   const int64_t dim = checked_dim(args, x.ndim);
   expect_dtype(index, KILN_DTYPE_INT64, "index");
   expect_dtype(y, x.dtype, "y");
-  KILN_CPU_CHECK_ARG(index.ndim == 1, "index must be 1-D, got ", index.ndim, "-D");
-  KILN_CPU_CHECK_ARG(y.ndim == x.ndim, "y must have x's rank ", x.ndim, ", got ", y.ndim);
+  KILN_SDK_CHECK_ARG(index.ndim == 1, "index must be 1-D, got ", index.ndim, "-D");
+  KILN_SDK_CHECK_ARG(y.ndim == x.ndim, "y must have x's rank ", x.ndim, ", got ", y.ndim);
   for (int32_t d = 0; d < x.ndim; ++d) {
     const int64_t want = d == dim ? index.shape[0] : x.shape[d];
-    KILN_CPU_CHECK_ARG(y.shape[d] == want, "y.shape[", d, "] = ", y.shape[d], ", expected ", want);
+    KILN_SDK_CHECK_ARG(y.shape[d] == want, "y.shape[", d, "] = ", y.shape[d], ", expected ", want);
   }
   if (y.numel() == 0) return;
   check_indices(index, x.shape[dim], dim);
@@ -93,11 +93,11 @@ void gather_impl(const OpArgs& args) {
   const int64_t dim = checked_dim(args, x.ndim);
   expect_dtype(index, KILN_DTYPE_INT64, "index");
   expect_dtype(y, x.dtype, "y");
-  KILN_CPU_CHECK_ARG(index.ndim == x.ndim, "index must have x's rank ", x.ndim, ", got ",
+  KILN_SDK_CHECK_ARG(index.ndim == x.ndim, "index must have x's rank ", x.ndim, ", got ",
                      index.ndim);
   expect_same_shape(y, index, "y");
   for (int32_t d = 0; d < x.ndim; ++d) {
-    KILN_CPU_CHECK_ARG(d == dim || index.shape[d] <= x.shape[d], "index.shape[", d,
+    KILN_SDK_CHECK_ARG(d == dim || index.shape[d] <= x.shape[d], "index.shape[", d,
                        "] = ", index.shape[d], " exceeds x.shape[", d, "] = ", x.shape[d]);
   }
   if (y.numel() == 0) return;

@@ -13,7 +13,7 @@ namespace {
 void check_targets(const int64_t* target, int64_t n, int64_t classes, int64_t ignore_index) {
   for (int64_t i = 0; i < n; ++i) {
     const int64_t t = target[i];
-    KILN_CPU_CHECK_ARG(t == ignore_index || (t >= 0 && t < classes), "target ", t, " at position ",
+    KILN_SDK_CHECK_ARG(t == ignore_index || (t >= 0 && t < classes), "target ", t, " at position ",
                        i, " is out of range for ", classes, " classes");
   }
 }
@@ -22,7 +22,7 @@ void nll_loss_impl(const OpArgs& args) {
   args.expect_counts(2, 1);
   const int64_t ignore_index = args.attr_int("ignore_index");
   const Tensor logp = args.input(0), target = args.input(1), loss = args.output(0);
-  KILN_CPU_CHECK_ARG(logp.ndim == 2, "logp must be [N, C], got ", shape_string(logp));
+  KILN_SDK_CHECK_ARG(logp.ndim == 2, "logp must be [N, C], got ", shape_string(logp));
   const int64_t n = logp.shape[0], classes = logp.shape[1];
   expect_shape(target, {n}, "target");
   expect_shape(loss, {n}, "loss");
@@ -47,7 +47,7 @@ void nll_loss_backward_impl(const OpArgs& args) {
   args.expect_counts(2, 1);
   const int64_t ignore_index = args.attr_int("ignore_index");
   const Tensor grad_loss = args.input(0), target = args.input(1), grad_logp = args.output(0);
-  KILN_CPU_CHECK_ARG(grad_logp.ndim == 2, "grad_logp must be [N, C], got ",
+  KILN_SDK_CHECK_ARG(grad_logp.ndim == 2, "grad_logp must be [N, C], got ",
                      shape_string(grad_logp));
   const int64_t n = grad_logp.shape[0], classes = grad_logp.shape[1];
   expect_shape(grad_loss, {n}, "grad_loss");

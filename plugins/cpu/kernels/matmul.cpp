@@ -118,19 +118,19 @@ void matmul_impl(const OpArgs& args) {
   const Tensor b = args.input(1);
   const Tensor y = args.output(0);
   const int nd = a.ndim;
-  KILN_CPU_CHECK_ARG(nd >= 2 && b.ndim == nd && y.ndim == nd,
+  KILN_SDK_CHECK_ARG(nd >= 2 && b.ndim == nd && y.ndim == nd,
                      "a, b and y must have one rank >= 2, got ", a.ndim, ", ", b.ndim, ", ",
                      y.ndim);
   expect_dtype(b, a.dtype, "b");
   expect_dtype(y, a.dtype, "y");
-  KILN_CPU_CHECK_ARG(y.is_contiguous(), "y must be contiguous");
+  KILN_SDK_CHECK_ARG(y.is_contiguous(), "y must be contiguous");
   MatmulShape s{a.shape[nd - 2], b.shape[nd - 1], a.shape[nd - 1], 1, nd - 2};
-  KILN_CPU_CHECK_ARG(b.shape[nd - 2] == s.k, "inner dims differ: a has ", s.k, " columns, b has ",
+  KILN_SDK_CHECK_ARG(b.shape[nd - 2] == s.k, "inner dims differ: a has ", s.k, " columns, b has ",
                      b.shape[nd - 2], " rows");
-  KILN_CPU_CHECK_ARG(y.shape[nd - 2] == s.m && y.shape[nd - 1] == s.n, "y must be [..., ", s.m,
+  KILN_SDK_CHECK_ARG(y.shape[nd - 2] == s.m && y.shape[nd - 1] == s.n, "y must be [..., ", s.m,
                      ", ", s.n, "]");
   for (int d = 0; d < s.batch_ndim; ++d) {
-    KILN_CPU_CHECK_ARG(a.shape[d] == y.shape[d] && b.shape[d] == y.shape[d], "batch dim ", d,
+    KILN_SDK_CHECK_ARG(a.shape[d] == y.shape[d] && b.shape[d] == y.shape[d], "batch dim ", d,
                        " differs: a ", a.shape[d], ", b ", b.shape[d], ", y ", y.shape[d]);
     s.batch *= y.shape[d];
   }

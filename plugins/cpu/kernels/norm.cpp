@@ -32,7 +32,7 @@ struct ChannelLayout {
 };
 
 ChannelLayout channel_layout(const Tensor& x) {
-  KILN_CPU_CHECK_ARG(x.ndim >= 2, "x must be [N, C, *], got ", shape_string(x));
+  KILN_SDK_CHECK_ARG(x.ndim >= 2, "x must be [N, C, *], got ", shape_string(x));
   expect_contiguous(x, "x");
   int64_t s = 1;
   for (int32_t d = 2; d < x.ndim; ++d) s *= x.shape[d];
@@ -166,7 +166,7 @@ struct RowLayout {
 
 RowLayout row_layout(const OpArgs& args, const Tensor& x) {
   const int64_t k = args.attr_int("normalized_ndim");
-  KILN_CPU_CHECK_ARG(k >= 1 && k <= x.ndim, "normalized_ndim ", k, " does not fit x ",
+  KILN_SDK_CHECK_ARG(k >= 1 && k <= x.ndim, "normalized_ndim ", k, " does not fit x ",
                      shape_string(x));
   expect_contiguous(x, "x");
   int64_t d = 1;
@@ -175,7 +175,7 @@ RowLayout row_layout(const OpArgs& args, const Tensor& x) {
 }
 
 void expect_numel(const Tensor& t, int64_t n, kiln_dtype dtype, const char* name) {
-  KILN_CPU_CHECK_ARG(t.numel() == n, name, " has ", t.numel(), " elements, expected ", n);
+  KILN_SDK_CHECK_ARG(t.numel() == n, name, " has ", t.numel(), " elements, expected ", n);
   expect_contiguous(t, name);
   expect_dtype(t, dtype, name);
 }

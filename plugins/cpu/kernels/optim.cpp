@@ -123,7 +123,7 @@ void adam_step_impl(const OpArgs& args) {
   const double weight_decay = args.attr_float("weight_decay");
   const bool decoupled = args.attr_int("decoupled") != 0;
   const int64_t step = args.attr_int("step");
-  KILN_CPU_CHECK_ARG(step >= 1, "step is 1-based, got ", step);
+  KILN_SDK_CHECK_ARG(step >= 1, "step is 1-based, got ", step);
   args.expect_counts(1, 3);
   const Tensor grad = args.input(0);
   const Tensor param = args.output(0), exp_avg = args.output(1), exp_avg_sq = args.output(2);

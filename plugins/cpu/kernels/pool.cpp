@@ -26,9 +26,9 @@ struct PoolShape {
 
 // Checks x/y (or grad_x/grad_y) and returns the plane geometry.
 PoolShape pool_shape(const Tensor& x, const Tensor& y) {
-  KILN_CPU_CHECK_ARG(x.ndim == 4 && y.ndim == 4, "expected 4-D [N, C, H, W] operands, got ",
+  KILN_SDK_CHECK_ARG(x.ndim == 4 && y.ndim == 4, "expected 4-D [N, C, H, W] operands, got ",
                      shape_string(x), " and ", shape_string(y));
-  KILN_CPU_CHECK_ARG(x.shape[0] == y.shape[0] && x.shape[1] == y.shape[1], "batch/channel dims of ",
+  KILN_SDK_CHECK_ARG(x.shape[0] == y.shape[0] && x.shape[1] == y.shape[1], "batch/channel dims of ",
                      shape_string(x), " and ", shape_string(y), " differ");
   expect_contiguous(x, "x");
   expect_contiguous(y, "y");
@@ -42,7 +42,7 @@ void window_attrs(const OpArgs& args, bool with_dilation, Window& wh, Window& ww
   const int64_t* d = with_dilation ? args.attr_ints("dilation", 2) : nullptr;
   wh = {k[0], s[0], p[0], d ? d[0] : 1};
   ww = {k[1], s[1], p[1], d ? d[1] : 1};
-  KILN_CPU_CHECK_ARG(wh.kernel > 0 && ww.kernel > 0 && wh.stride > 0 && ww.stride > 0 &&
+  KILN_SDK_CHECK_ARG(wh.kernel > 0 && ww.kernel > 0 && wh.stride > 0 && ww.stride > 0 &&
                          wh.dilation > 0 && ww.dilation > 0 && wh.pad >= 0 && ww.pad >= 0,
                      "kernel_size, stride and dilation must be positive, padding non-negative");
 }
@@ -74,7 +74,7 @@ void max_pool2d_impl(const OpArgs& args) {
   const PoolShape s = pool_shape(x, y);
   expect_dtype(y, x.dtype, "y");
   expect_dtype(indices, KILN_DTYPE_INT64, "indices");
-  KILN_CPU_CHECK_ARG(y.same_shape(indices), "indices must have y's shape");
+  KILN_SDK_CHECK_ARG(y.same_shape(indices), "indices must have y's shape");
   dispatch_pool(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
@@ -117,7 +117,7 @@ void max_pool2d_backward_impl(const OpArgs& args) {
   const PoolShape s = pool_shape(grad_x, grad_y);
   expect_dtype(grad_x, grad_y.dtype, "grad_x");
   expect_dtype(indices, KILN_DTYPE_INT64, "indices");
-  KILN_CPU_CHECK_ARG(grad_y.same_shape(indices), "indices must have grad_y's shape");
+  KILN_SDK_CHECK_ARG(grad_y.same_shape(indices), "indices must have grad_y's shape");
   const int64_t plane_size = s.h * s.w;
   dispatch_pool(grad_y.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

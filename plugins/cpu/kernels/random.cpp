@@ -46,7 +46,7 @@ Tensor random_output(const OpArgs& args, RandomArgs& r, const char* a, const cha
   r.b = args.attr_float(b);
   Tensor y = args.output(0);
   // Element i is the i-th in row-major order; the catalogue passes y contiguous.
-  KILN_CPU_CHECK_ARG(y.is_contiguous(), "y must be contiguous");
+  KILN_SDK_CHECK_ARG(y.is_contiguous(), "y must be contiguous");
   return y;
 }
 
@@ -108,7 +108,7 @@ void dropout_impl(const OpArgs& args) {
   const double p = args.attr_float("p");
   const uint64_t seed = static_cast<uint64_t>(args.attr_int("seed"));
   const uint64_t offset = static_cast<uint64_t>(args.attr_int("offset"));
-  KILN_CPU_CHECK_ARG(p >= 0 && p <= 1, "p must be in [0, 1], got ", p);
+  KILN_SDK_CHECK_ARG(p >= 0 && p <= 1, "p must be in [0, 1], got ", p);
   const Tensor x = args.input(0), y = args.output(0), mask = args.output(1);
   expect_same_shape(y, x, "y");
   expect_same_shape(mask, x, "mask");

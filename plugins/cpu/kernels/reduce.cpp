@@ -246,7 +246,7 @@ template <bool kMax>
 void arg_impl(const OpArgs& args) {
   const ReduceOperands o(args);
   expect_dtype(o.y, KILN_DTYPE_INT64, "y");
-  KILN_CPU_CHECK_ARG(o.plan.reduced_dims <= 1, "exactly one dimension may be reduced, got ",
+  KILN_SDK_CHECK_ARG(o.plan.reduced_dims <= 1, "exactly one dimension may be reduced, got ",
                      o.plan.reduced_dims);
   if (!dispatch<FloatTypes, IntTypes>(o.x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;

@@ -67,12 +67,12 @@ struct ReducePlan {
 /// Checks x/y against the reduction convention and builds the plan. Throws
 /// INVALID_ARGUMENT for mismatched ranks or sizes or a non-contiguous y.
 inline ReducePlan make_reduce_plan(const Tensor& x, const Tensor& y) {
-  KILN_CPU_CHECK_ARG(x.ndim == y.ndim, "y must have x's rank ", x.ndim, ", got ", y.ndim);
-  KILN_CPU_CHECK_ARG(y.is_contiguous(), "y must be contiguous");
+  KILN_SDK_CHECK_ARG(x.ndim == y.ndim, "y must have x's rank ", x.ndim, ", got ", y.ndim);
+  KILN_SDK_CHECK_ARG(y.is_contiguous(), "y must be contiguous");
   ReducePlan p;
   for (int32_t d = 0; d < x.ndim; ++d) {
     const int64_t size = x.shape[d];
-    KILN_CPU_CHECK_ARG(y.shape[d] == size || y.shape[d] == 1, "y.shape[", d, "] = ", y.shape[d],
+    KILN_SDK_CHECK_ARG(y.shape[d] == size || y.shape[d] == 1, "y.shape[", d, "] = ", y.shape[d],
                        " must be 1 or x.shape[", d, "] = ", size);
     if (size == 1) continue;
     KILN_SDK_CHECK(p.nk < kMaxLoopDims && p.nr < kMaxLoopDims, KILN_STATUS_UNSUPPORTED,

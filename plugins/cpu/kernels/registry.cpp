@@ -1,8 +1,5 @@
 #include "registry.h"
 
-#include <algorithm>
-#include <cstring>
-
 namespace kiln::cpu {
 
 namespace {
@@ -25,23 +22,14 @@ KernelList build_table() {
   add_softmax_kernels(list);
   add_loss_kernels(list);
   add_optim_kernels(list);
-  std::sort(list.begin(), list.end(), [](const KernelEntry& a, const KernelEntry& b) {
-    return std::strcmp(a.name, b.name) < 0;
-  });
   return list;
 }
 
 }  // namespace
 
-const KernelEntry* find_kernel(const char* name, int32_t version) {
-  // Every catalogue op is at version 1 (api/OPS.md); other versions are not provided.
-  if (name == nullptr || version != 1) return nullptr;
-  static const KernelList table = build_table();
-  auto it = std::lower_bound(
-      table.begin(), table.end(), name,
-      [](const KernelEntry& e, const char* n) { return std::strcmp(e.name, n) < 0; });
-  if (it == table.end() || std::strcmp(it->name, name) != 0) return nullptr;
-  return &*it;
+const sdk::KernelTable& kernel_table() {
+  static const sdk::KernelTable table(build_table());
+  return table;
 }
 
 }  // namespace kiln::cpu

@@ -1,39 +1,21 @@
 // kernels/registry.h — how kernel files publish their ops to get_kernel.
 //
 // Each kernels/*.cpp file defines its ops as `void impl(const OpArgs &)` functions
-// that throw kiln::sdk::Error on bad arguments, and lists them with `add_*_kernels`.
-// `run_kernel<impl>` is the ABI-facing wrapper: it catches everything and prefixes
-// messages with the op's name ("kiln.gather: index 7 is out of range ...").
+// (kiln/sdk/kernel_table.h) and lists them with `add_*_kernels`.
 #ifndef KILN_CPU_KERNELS_REGISTRY_H
 #define KILN_CPU_KERNELS_REGISTRY_H
 
-#include <cstdint>
-#include <vector>
-
 #include "kiln/c_api.h"
+#include "kiln/sdk/kernel_table.h"
 #include "kiln/sdk/status.h"
 #include "op_args.h"
 
 namespace kiln::cpu {
 
-using SupportsFn = int32_t (*)(void* context, const kiln_op_args* args);
-
-struct KernelEntry {
-  const char* name;     // catalogue name, e.g. "kiln.add"
-  kiln_kernel_fn run;   // receives a pointer to this entry as its context
-  SupportsFn supports;  // nullptr: every valid argument list
-  uint32_t flags;       // KILN_KERNEL_*
-};
-
-using KernelList = std::vector<KernelEntry>;
-
-inline constexpr uint32_t kStridedInOut = KILN_KERNEL_STRIDED_INPUTS | KILN_KERNEL_STRIDED_OUTPUTS;
-
-template <void (*Impl)(const OpArgs&)>
-kiln_status* run_kernel(void* context, const kiln_op_args* args) noexcept {
-  const auto* entry = static_cast<const KernelEntry*>(context);
-  return sdk::guard(entry != nullptr ? entry->name : "kiln op", [&] { Impl(OpArgs(args)); });
-}
+using sdk::KernelEntry;
+using sdk::KernelList;
+using sdk::kStridedInOut;
+using sdk::run_kernel;
 
 // One per kernel file.
 void add_copy_kernels(KernelList& list);      // copy, fill
@@ -53,9 +35,8 @@ void add_softmax_kernels(KernelList& list);   // softmax, log_softmax and backwa
 void add_loss_kernels(KernelList& list);      // nll_loss and backward
 void add_optim_kernels(KernelList& list);     // sgd_step, adam_step
 
-/// The entry for (name, version), or nullptr. The table is built on first use and
-/// lives for the process.
-const KernelEntry* find_kernel(const char* name, int32_t version);
+/// Every kernel of the plugin; built on first use, lives for the process.
+const sdk::KernelTable& kernel_table();
 
 }  // namespace kiln::cpu
 

@@ -31,7 +31,7 @@ inline void accumulate(T& target, T value) {
 
 int64_t checked_dim(const OpArgs& args, int32_t ndim) {
   const int64_t dim = args.attr_int("dim");
-  KILN_CPU_CHECK_ARG(dim >= 0 && dim < ndim, "dim ", dim, " is out of range for ", ndim, "-D y");
+  KILN_SDK_CHECK_ARG(dim >= 0 && dim < ndim, "dim ", dim, " is out of range for ", ndim, "-D y");
   return dim;
 }
 
@@ -42,11 +42,11 @@ void index_add_impl(const OpArgs& args) {
   const int64_t dim = checked_dim(args, y.ndim);
   expect_dtype(index, KILN_DTYPE_INT64, "index");
   expect_dtype(source, y.dtype, "source");
-  KILN_CPU_CHECK_ARG(index.ndim == 1, "index must be 1-D, got ", shape_string(index));
-  KILN_CPU_CHECK_ARG(source.ndim == y.ndim, "source must have y's rank");
+  KILN_SDK_CHECK_ARG(index.ndim == 1, "index must be 1-D, got ", shape_string(index));
+  KILN_SDK_CHECK_ARG(source.ndim == y.ndim, "source must have y's rank");
   for (int32_t d = 0; d < y.ndim; ++d) {
     const int64_t want = d == dim ? index.shape[0] : y.shape[d];
-    KILN_CPU_CHECK_ARG(source.shape[d] == want, "source.shape[", d, "] = ", source.shape[d],
+    KILN_SDK_CHECK_ARG(source.shape[d] == want, "source.shape[", d, "] = ", source.shape[d],
                        ", expected ", want);
   }
   for (const Tensor* t : {&index, &source, &y}) expect_contiguous(*t, "operand");
@@ -88,10 +88,10 @@ void scatter_add_impl(const OpArgs& args) {
   const int64_t dim = checked_dim(args, y.ndim);
   expect_dtype(index, KILN_DTYPE_INT64, "index");
   expect_dtype(source, y.dtype, "source");
-  KILN_CPU_CHECK_ARG(index.ndim == y.ndim && source.ndim == y.ndim,
+  KILN_SDK_CHECK_ARG(index.ndim == y.ndim && source.ndim == y.ndim,
                      "index, source and y must have one rank");
   for (int32_t d = 0; d < y.ndim; ++d) {
-    KILN_CPU_CHECK_ARG(
+    KILN_SDK_CHECK_ARG(
         index.shape[d] <= source.shape[d] && (d == dim || index.shape[d] <= y.shape[d]),
         "index.shape[", d, "] = ", index.shape[d], " exceeds source ", shape_string(source),
         " or y ", shape_string(y));

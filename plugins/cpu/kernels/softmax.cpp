@@ -23,7 +23,7 @@ struct Lines {
 
 Lines lines_of(const OpArgs& args, const Tensor& x) {
   const int64_t dim = args.attr_int("dim");
-  KILN_CPU_CHECK_ARG(dim >= 0 && dim < x.ndim, "dim ", dim, " is out of range for ",
+  KILN_SDK_CHECK_ARG(dim >= 0 && dim < x.ndim, "dim ", dim, " is out of range for ",
                      shape_string(x));
   expect_contiguous(x, "x");
   Lines l{1, x.shape[dim], 1};

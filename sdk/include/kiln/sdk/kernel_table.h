@@ -1,0 +1,103 @@
+// kiln/sdk/kernel_table.h — publishing a plugin's kernels to `get_kernel`.
+//
+// A kernel is written as `void impl(const kiln::sdk::OpArgs&)` that throws
+// kiln::sdk::Error on bad arguments. `run_kernel<impl>` is its ABI-facing wrapper: it
+// catches everything and prefixes messages with the op's name ("kiln.gather: index 7
+// is out of range ..."). A plugin lists its kernels in a KernelTable and answers
+// `get_kernel` with `KernelTable::lookup`:
+//
+//   const kiln::sdk::KernelTable& table() {
+//     static const kiln::sdk::KernelTable t({
+//         {"kiln.add", &kiln::sdk::run_kernel<add>, nullptr, kiln::sdk::kStridedInOut},
+//     });
+//     return t;
+//   }
+//   kiln_status* get_kernel(kiln_device*, const char* name, int32_t version,
+//                           kiln_kernel* kernel) {
+//     return kiln::sdk::guard("get_kernel", [&] { table().lookup(name, version, kernel); });
+//   }
+#ifndef KILN_SDK_KERNEL_TABLE_H
+#define KILN_SDK_KERNEL_TABLE_H
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "kiln/c_api.h"
+#include "kiln/sdk/op_args.h"
+#include "kiln/sdk/status.h"
+
+namespace kiln::sdk {
+
+using SupportsFn = int32_t (*)(void* context, const kiln_op_args* args);
+
+struct KernelEntry {
+  const char* name;     // catalogue name, e.g. "kiln.add"
+  kiln_kernel_fn run;   // receives a pointer to this entry as its context
+  SupportsFn supports;  // nullptr: every valid argument list
+  uint32_t flags;       // KILN_KERNEL_*
+};
+
+using KernelList = std::vector<KernelEntry>;
+
+inline constexpr uint32_t kStridedInOut =
+    KILN_KERNEL_STRIDED_INPUTS | KILN_KERNEL_STRIDED_OUTPUTS;
+
+template <void (*Impl)(const OpArgs&)>
+kiln_status* run_kernel(void* context, const kiln_op_args* args) noexcept {
+  const auto* entry = static_cast<const KernelEntry*>(context);
+  return guard(entry != nullptr ? entry->name : "kiln op", [&] { Impl(OpArgs(args)); });
+}
+
+/// The kernels of one plugin (every one at version 1, as the whole catalogue is),
+/// sorted by name for lookup. Entries live as long as the table, which is meant to
+/// be a function-local static living for the process.
+class KernelTable {
+ public:
+  explicit KernelTable(KernelList entries) : entries_(std::move(entries)) {
+    std::sort(entries_.begin(), entries_.end(), [](const KernelEntry& a, const KernelEntry& b) {
+      return std::strcmp(a.name, b.name) < 0;
+    });
+  }
+
+  /// The entry for (name, version), or nullptr.
+  const KernelEntry* find(const char* name, int32_t version) const {
+    if (name == nullptr || version != 1) return nullptr;
+    auto it = std::lower_bound(
+        entries_.begin(), entries_.end(), name,
+        [](const KernelEntry& e, const char* n) { return std::strcmp(e.name, n) < 0; });
+    if (it == entries_.end() || std::strcmp(it->name, name) != 0) return nullptr;
+    return &*it;
+  }
+
+  /// Answers `get_kernel`: fills the fields of `kernel` that fit in its struct_size;
+  /// an unknown op or version leaves `run` NULL, which is not an error.
+  void lookup(const char* name, int32_t version, kiln_kernel* kernel) const {
+    KILN_SDK_CHECK(kernel != nullptr && name != nullptr, KILN_STATUS_INVALID_ARGUMENT,
+                   "null name or kernel");
+    KILN_SDK_CHECK(kernel->struct_size >= offsetof(kiln_kernel, run) + sizeof(kernel->run),
+                   KILN_STATUS_ABI_MISMATCH, "kiln_kernel.struct_size ", kernel->struct_size,
+                   " is too small to hold run");
+    kiln_kernel full{};
+    full.struct_size = kernel->struct_size;
+    if (const KernelEntry* entry = find(name, version)) {
+      full.run = entry->run;
+      full.context = const_cast<KernelEntry*>(entry);
+      full.supports = entry->supports;
+      full.flags = entry->flags;
+    }
+    std::memcpy(kernel, &full, std::min(kernel->struct_size, sizeof full));
+  }
+
+  const KernelList& entries() const noexcept { return entries_; }
+
+ private:
+  KernelList entries_;
+};
+
+}  // namespace kiln::sdk
+
+#endif  // KILN_SDK_KERNEL_TABLE_H

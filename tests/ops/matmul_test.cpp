@@ -115,7 +115,39 @@ TEST_P(Matmul, InputsAreNotModified) {
   EXPECT_TRUE(matches(b, {2, 2}, {5, 6, 7, 8}));
 }
 
+// With "high" a backend may round float32 operands to TF32 (11 significant bits,
+// relative error 2^-11 per operand), so each element may be off by about
+// 2·2^-11·Σ|a_ik·b_kj|: allowed 1.5e-3·Σ|...| + 1e-6. On the CPU the result is exact
+// float32 anyway; on a GPU this is the tolerance the setting promises.
+TEST_P(Matmul, HighPrecisionSettingStaysWithinTf32Tolerance) {
+  struct Restore {
+    std::string saved = get_matmul_precision();
+    ~Restore() { set_matmul_precision(saved); }
+  } restore;
+  set_matmul_precision("high");
+  EXPECT_EQ(get_matmul_precision(), "high");
+  auto a = random({64, 128}, 41), b = random({128, 32}, 42);
+  auto y = matmul(a, b);
+  Ref scale({}, {0});
+  Ref expected = ref_matmul(ref_of(a), ref_of(b), &scale);
+  auto got = y.to_vector<double>();
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], expected.values[i], 1.5e-3 * scale.values[i] + 1e-6) << "element " << i;
+}
+
 KILN_INSTANTIATE_FOR_EVERY_DEVICE(Matmul);
+
+TEST(MatmulPrecision, UnknownNameIsAnErrorAndChangesNothing) {
+  const std::string before = get_matmul_precision();
+  EXPECT_EQ(before, "highest");  // the default when KILN_MATMUL_PRECISION is unset
+  try {
+    set_matmul_precision("tf32");
+    FAIL() << "expected kiln::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"tf32\""), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(get_matmul_precision(), before);
+}
 
 }  // namespace
 }  // namespace kiln::test

@@ -75,6 +75,15 @@ Tensor var(const Tensor& x, IntArrayRef dims = {}, int64_t correction = 1, bool 
 /// ranks are batched with broadcasting of the batch dimensions.
 Tensor matmul(const Tensor& a, const Tensor& b);
 
+/// How precise float32 matrix products (matmul and convolutions) must be, with
+/// PyTorch's names: "highest" (full float32, the default), "high" (a backend may
+/// round the operands to TF32 on tensor cores, accumulating in float32), "medium"
+/// (bfloat16 rounding allowed too). Backends without such hardware ignore it. The
+/// initial value comes from KILN_MATMUL_PRECISION. Throws kiln::Error for any other
+/// name. Process-wide, like torch.set_float32_matmul_precision.
+void set_matmul_precision(const std::string& precision);
+std::string get_matmul_precision();
+
 // -- joining and indexing ----------------------------------------------------------
 /// Concatenates along `dim`; all shapes must agree elsewhere; dtypes are promoted.
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);

@@ -89,7 +89,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
   detail::dispatch(OpId::conv2d, {xc.impl().get(), wc.impl().get(), bc.impl().get()},
                    {y.impl().get()},
                    {st.attr("stride"), pad.attr("padding"), dil.attr("dilation"),
-                    detail::int_attr("groups", groups)});
+                    detail::int_attr("groups", groups), detail::matmul_precision_attr()});
   if (ag::needs_grad({&x, &weight, &b})) {
     bool gx = x.requires_grad(), gw = weight.requires_grad(), gb = ag::requires_grad(b);
     ag::record("Conv2dBackward", y, {&x, &weight, &b}, {xc, wc},
@@ -98,7 +98,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
                  Ints2 st2(stride), pad2(padding), dil2(dilation);
                  std::initializer_list<kiln_attr> attrs = {
                      st2.attr("stride"), pad2.attr("padding"), dil2.attr("dilation"),
-                     detail::int_attr("groups", groups)};
+                     detail::int_attr("groups", groups), detail::matmul_precision_attr()};
                  Grads grads(3);
                  if (gx) {
                    grads[0] = empty_like(s[0]);

@@ -25,6 +25,10 @@ SmallDims broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op);
 /// for broadcast dims. Returns `t` itself when the shape already matches.
 Tensor expand_to(const Tensor& t, IntArrayRef shape);
 
+/// The optional `precision` attribute of kiln.matmul and the kiln.conv2d ops
+/// (api/OPS.md), from kiln::set_matmul_precision.
+kiln_attr matmul_precision_attr();
+
 /// `t` converted to `dtype` (itself when it already is).
 Tensor cast(const Tensor& t, DType dtype);
 

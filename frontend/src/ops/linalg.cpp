@@ -1,12 +1,62 @@
 // matmul: torch.matmul's rank rules, batch broadcasting by stride-0 views, one
 // batched kernel call.
 
+#include <atomic>
+#include <cstdlib>
+#include <string_view>
+
 #include "autograd/record.h"
 #include "kiln/autograd.h"
 #include "kiln/ops.h"
 #include "ops/common.h"
+#include "runtime/log.h"
 
 namespace kiln {
+
+namespace {
+
+// The three names, as static strings so the attribute can point at them.
+constexpr const char* kPrecisions[] = {"highest", "high", "medium"};
+
+int parse_precision(std::string_view name) {
+  for (int i = 0; i < 3; ++i)
+    if (name == kPrecisions[i]) return i;
+  return -1;
+}
+
+std::atomic<int>& precision_index() {
+  static std::atomic<int> index{[] {
+    const char* env = std::getenv("KILN_MATMUL_PRECISION");
+    if (env == nullptr || *env == '\0') return 0;
+    int i = parse_precision(env);
+    if (i < 0) {
+      detail::log(KILN_LOG_WARNING, "matmul",
+                  detail::concat("KILN_MATMUL_PRECISION='", env,
+                         "' is not highest, high or medium; using highest"));
+      return 0;
+    }
+    return i;
+  }()};
+  return index;
+}
+
+}  // namespace
+
+void set_matmul_precision(const std::string& precision) {
+  int i = parse_precision(precision);
+  KILN_CHECK(i >= 0, "set_matmul_precision: expected \"highest\", \"high\" or \"medium\", got \"",
+             precision, "\"");
+  precision_index().store(i, std::memory_order_relaxed);
+}
+
+std::string get_matmul_precision() {
+  return kPrecisions[precision_index().load(std::memory_order_relaxed)];
+}
+
+kiln_attr detail::matmul_precision_attr() {
+  return detail::string_attr("precision",
+                             kPrecisions[precision_index().load(std::memory_order_relaxed)]);
+}
 
 namespace {
 Tensor matmul_forward(const Tensor& a, const Tensor& b) {
@@ -33,7 +83,8 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b) {
   Tensor ca = detail::expand_to(detail::cast(a2, dtype), ashape);
   Tensor cb = detail::expand_to(detail::cast(b2, dtype), bshape);
   Tensor out = detail::empty_on(a, oshape, dtype);
-  detail::dispatch(detail::OpId::matmul, {ca.impl().get(), cb.impl().get()}, {out.impl().get()});
+  detail::dispatch(detail::OpId::matmul, {ca.impl().get(), cb.impl().get()}, {out.impl().get()},
+                   {detail::matmul_precision_attr()});
 
   if (a.dim() == 1 && b.dim() == 1) return out.view({});
   if (a.dim() == 1) return out.squeeze(-2);

@@ -8,6 +8,7 @@
 ///   EXPECT_KILN_ERROR(x + y, "[2, 2]", "[3]");   // throws kiln::Error naming both shapes
 
 #include <gtest/gtest.h>
+#include <kiln/conformance/tensors.h>
 #include <kiln/kiln.h>
 
 #include <cmath>
@@ -23,110 +24,29 @@
 
 namespace kiln::test {
 
-// -- tolerances -----------------------------------------------------------------------
-// A result is accepted when |actual - expected| <= atol + rtol * |expected|, with the
-// float64 reference computed from exactly the values the tensor holds. NaN must match
-// NaN, infinities must match exactly.
+// -- tolerances and operands ---------------------------------------------------------
+// Shared with kiln-conformance (sdk/conformance/include/kiln/conformance/tensors.h),
+// which certifies plugins with the same operand layouts and tolerances: a result is
+// accepted when |actual - expected| <= atol + rtol * |expected|; NaN must match NaN.
+// Operands are built on the CPU plugin and moved to the device as raw bytes, so
+// building them runs no kernel of the device under test.
 
-struct Tolerance {
-  double rtol;
-  double atol;
-};
-/// float32: one rounding of a float64-accurate result is 6e-8 relative; 1e-5 leaves
-/// room for a few ulps of libm error and float32 accumulation.
-inline constexpr Tolerance kFloat32Tol{1e-5, 1e-6};
-/// float64: results are computed in float64 throughout.
-inline constexpr Tolerance kFloat64Tol{1e-12, 1e-12};
-/// float16 (11-bit significand, 4.9e-4 relative per rounding).
-inline constexpr Tolerance kFloat16Tol{2e-3, 1e-3};
-/// bfloat16 (8-bit significand, 3.9e-3 relative per rounding).
-inline constexpr Tolerance kBFloat16Tol{1.6e-2, 1e-2};
-inline constexpr Tolerance kExact{0, 0};
-
-inline Tolerance tolerance_for(DType dtype) {
-  switch (dtype) {
-    case DType::Float32:
-      return kFloat32Tol;
-    case DType::Float64:
-      return kFloat64Tol;
-    case DType::Float16:
-      return kFloat16Tol;
-    case DType::BFloat16:
-      return kBFloat16Tol;
-    default:
-      return kExact;
-  }
-}
-
-// -- building tensors ---------------------------------------------------------------------
+using conformance::kAllLayouts;
+using conformance::kBFloat16Tol;
+using conformance::kExact;
+using conformance::kFloat16Tol;
+using conformance::kFloat32Tol;
+using conformance::kFloat64Tol;
+using conformance::Layout;
+using conformance::layout_name;
+using conformance::make_layout;
+using conformance::make_tensor;
+using conformance::Tolerance;
+using conformance::tolerance_for;
+using conformance::value_close;
 
 inline TensorOptions options(DType dtype, const Device& device) {
   return TensorOptions().dtype(dtype).device(device);
-}
-
-/// A contiguous tensor holding `values` (converted to `dtype`) on `device`; an empty
-/// `shape` makes a 0-d tensor (from_vector itself reads an empty shape as 1-D).
-inline Tensor make_tensor(const std::vector<double>& values, const Shape& shape, DType dtype,
-                          const Device& device) {
-  if (shape.empty()) return scalar_tensor(values.at(0), options(dtype, device));
-  return from_vector<double>(values, IntArrayRef(shape), options(dtype, device));
-}
-
-/// How make_layout lays the same logical values out in memory.
-enum class Layout {
-  Contiguous,
-  Strided,     ///< every other element of a twice-as-long last dimension (stride 2)
-  Transposed,  ///< the last two dims swapped in memory (rank >= 2), then transposed back
-  Offset,      ///< a contiguous block that starts 3 elements into its storage
-};
-
-inline const char* layout_name(Layout layout) {
-  switch (layout) {
-    case Layout::Contiguous:
-      return "contiguous";
-    case Layout::Strided:
-      return "strided";
-    case Layout::Transposed:
-      return "transposed";
-    case Layout::Offset:
-      return "offset";
-  }
-  return "?";
-}
-
-inline constexpr Layout kAllLayouts[] = {Layout::Contiguous, Layout::Strided, Layout::Transposed,
-                                         Layout::Offset};
-
-/// A tensor with logical shape `shape` and values `values` (row-major), laid out as
-/// `layout`; the filler elements that are not part of the view hold 1e4 (or 99 for
-/// integral dtypes), so reading them by mistake shows up in the result.
-inline Tensor make_layout(const std::vector<double>& values, const Shape& shape, DType dtype,
-                          const Device& device, Layout layout) {
-  const double filler = is_floating(dtype) ? 1e4 : (dtype == DType::Bool ? 1 : 99);
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  if (layout == Layout::Contiguous || rank == 0) return make_tensor(values, shape, dtype, device);
-  if (layout == Layout::Offset) {
-    std::vector<double> storage(3, filler);
-    storage.insert(storage.end(), values.begin(), values.end());
-    auto base = make_tensor(storage, {static_cast<int64_t>(storage.size())}, dtype, device);
-    return base.narrow(0, 3, static_cast<int64_t>(values.size())).view(IntArrayRef(shape));
-  }
-  if (layout == Layout::Transposed && rank >= 2) {
-    Shape swapped = shape;
-    std::swap(swapped[rank - 1], swapped[rank - 2]);
-    Ref logical(shape, values);
-    Shape perm(static_cast<size_t>(rank));
-    for (int64_t d = 0; d < rank; ++d) perm[d] = d;
-    std::swap(perm[rank - 1], perm[rank - 2]);
-    Ref stored = ref_permute(logical, perm);
-    return make_tensor(stored.values, swapped, dtype, device).transpose(-1, -2);
-  }
-  // Strided (and Transposed of a 1-D shape): interleave with filler along the last dim.
-  Shape wide = shape;
-  wide[rank - 1] *= 2;
-  std::vector<double> storage(static_cast<size_t>(numel_of(wide)), filler);
-  for (size_t i = 0; i < values.size(); ++i) storage[2 * i] = values[i];
-  return make_tensor(storage, wide, dtype, device).slice(rank - 1, 0, wide[rank - 1], 2);
 }
 
 /// The tensor's shape and values as a float64 reference array (a host read).
@@ -141,12 +61,6 @@ inline std::string shape_str(const Shape& shape) {
 }
 
 // -- comparing ----------------------------------------------------------------------------
-
-inline bool value_close(double actual, double expected, Tolerance tol) {
-  if (std::isnan(expected)) return std::isnan(actual);
-  if (std::isinf(expected)) return actual == expected;
-  return std::abs(actual - expected) <= tol.atol + tol.rtol * std::abs(expected);
-}
 
 /// Shape equal and every value within `tol` of the reference.
 inline ::testing::AssertionResult matches(const Tensor& actual, const Ref& expected,

@@ -1,0 +1,323 @@
+// Elementwise ops: unary, binary (broadcasting, in place), comparisons, logical ops,
+// where, and the elementwise backward ops (checked through gradients).
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+
+#include "op_suite.h"
+
+namespace kiln::conformance {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+const std::vector<DType> kFloat = {DType::Float32, DType::Float64, DType::Float16,
+                                   DType::BFloat16};
+const std::vector<DType> kFloatInt = {DType::Float32, DType::Float64, DType::Float16,
+                                      DType::BFloat16, DType::Int32, DType::Int64};
+const std::vector<DType> kArith = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16,
+                                   DType::Int32,   DType::Int64,   DType::UInt8};
+const std::vector<DType> kAll = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16,
+                                 DType::Int32,   DType::Int64,   DType::UInt8,   DType::Bool};
+
+using Unary = std::function<Tensor(const Tensor&)>;
+using Binary = std::function<Tensor(const Tensor&, const Tensor&)>;
+
+bool differentiable(DType d) { return d == DType::Float32 || d == DType::Float64; }
+
+struct Domain {
+  double lo, hi;
+};
+
+// Shapes (0-d, 1-D, empty, 2-D, 3-D) and layouts, per dtype; gradients for the
+// float32/float64 2-D and 3-D cases; a float64 gradcheck.
+std::vector<Case> unary_cases(const Unary& f, const std::vector<DType>& dtypes, Domain domain,
+                              bool grad, bool with_special_values) {
+  std::vector<Case> cases;
+  auto add = [&](Operand x, bool with_grad) {
+    Case c;
+    x.requires_grad = with_grad;
+    c.inputs = {x};
+    c.label = describe(x);
+    c.fn = [f](const Operands& in, const Device&) { return Outputs{f(in[0])}; };
+    c.grad = with_grad;
+    cases.push_back(c);
+  };
+  for (DType d : dtypes) {
+    const Domain dom = is_floating(d) ? domain : Domain{std::floor(domain.lo), std::ceil(domain.hi)};
+    const bool g = grad && differentiable(d);
+    for (const Shape& s : {Shape{}, Shape{7}, Shape{0, 3}})
+      add(operand(s, d, Layout::Contiguous, dom.lo, dom.hi, 3), false);
+    for (Layout layout : kAllLayouts) add(operand({3, 5}, d, layout, dom.lo, dom.hi, 4), g);
+    add(operand({2, 3, 4}, d, Layout::Transposed, dom.lo, dom.hi, 5), g);
+    if (with_special_values && is_floating(d))
+      add(operand_of({6}, d, {kNaN, -kInf, kInf, 0.0, 1.5, -2.0}), false);
+  }
+  if (grad) {
+    Case c;
+    Operand x = operand({2, 3}, DType::Float64, Layout::Contiguous, domain.lo, domain.hi, 6);
+    x.requires_grad = true;
+    c.inputs = {x};
+    c.label = "float64 [2,3] gradcheck";
+    c.fn = [f](const Operands& in, const Device&) { return Outputs{f(in[0])}; };
+    c.gradcheck = true;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+// Only the gradient cases of a unary op: the suite of its backward op.
+std::vector<Case> unary_backward_cases(const Unary& f, Domain domain) {
+  std::vector<Case> cases;
+  for (const Case& c : unary_cases(f, kFloat, domain, true, false))
+    if (c.grad || c.gradcheck) cases.push_back(c);
+  return cases;
+}
+
+struct ShapePair {
+  Shape a, b;
+};
+
+std::vector<Case> binary_cases(const Binary& f, const std::vector<DType>& dtypes, Domain da,
+                               Domain db, bool grad) {
+  std::vector<Case> cases;
+  auto fn = [f](const Operands& in, const Device&) { return Outputs{f(in[0], in[1])}; };
+  for (DType d : dtypes) {
+    const bool g = grad && differentiable(d);
+    auto add = [&](Operand a, Operand b, bool with_grad) {
+      Case c;
+      a.requires_grad = b.requires_grad = with_grad;
+      c.inputs = {a, b};
+      c.label = describe(a) + " with " + describe(b).substr(describe(b).find(' ') + 1);
+      c.fn = fn;
+      c.grad = with_grad;
+      cases.push_back(c);
+    };
+    const Domain a_dom = is_floating(d) ? da : Domain{std::floor(da.lo), std::ceil(da.hi)};
+    const Domain b_dom = is_floating(d) ? db : Domain{std::floor(db.lo), std::ceil(db.hi)};
+    for (const ShapePair& p : {ShapePair{{3, 4}, {3, 4}}, ShapePair{{3, 4}, {4}},
+                               ShapePair{{2, 1, 4}, {3, 1}}, ShapePair{{}, {5}},
+                               ShapePair{{5}, {}}, ShapePair{{0, 4}, {4}}}) {
+      const bool with_grad = g && !p.a.empty() && p.a[0] != 0;
+      add(operand(p.a, d, Layout::Contiguous, a_dom.lo, a_dom.hi, 7),
+          operand(p.b, d, Layout::Contiguous, b_dom.lo, b_dom.hi, 8), with_grad);
+    }
+    add(operand({3, 4}, d, Layout::Strided, a_dom.lo, a_dom.hi, 9),
+        operand({3, 4}, d, Layout::Transposed, b_dom.lo, b_dom.hi, 10), g);
+    add(operand({2, 3, 4}, d, Layout::Offset, a_dom.lo, a_dom.hi, 11),
+        operand({3, 4}, d, Layout::Strided, b_dom.lo, b_dom.hi, 12), false);
+  }
+  if (grad) {
+    Case c;
+    Operand a = operand({2, 3}, DType::Float64, Layout::Contiguous, da.lo, da.hi, 15);
+    Operand b = operand({3}, DType::Float64, Layout::Contiguous, db.lo, db.hi, 16);
+    a.requires_grad = b.requires_grad = true;
+    c.inputs = {a, b};
+    c.label = "float64 [2,3] with [3] gradcheck";
+    c.fn = fn;
+    c.gradcheck = true;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+// The in-place forms: a.add_(b) passes the same view as input and output.
+Case in_place_case(const std::string& op, DType d) {
+  Case c;
+  c.inputs = {operand({3, 4}, d, Layout::Strided, -3, 3, 17), operand({4}, d, Layout::Contiguous, 0.5, 2, 18)};
+  c.label = describe(c.inputs[0]) + " " + op + "_ in place";
+  c.fn = [op](const Operands& in, const Device&) {
+    Tensor a = in[0];
+    if (op == "add") a.add_(in[1]);
+    else if (op == "sub") a.sub_(in[1]);
+    else if (op == "mul") a.mul_(in[1]);
+    else a.div_(in[1]);
+    return Outputs{a};
+  };
+  return c;
+}
+
+std::vector<Case> arithmetic_cases(const std::string& op, const Binary& f,
+                                   const std::vector<DType>& dtypes, Domain da, Domain db) {
+  std::vector<Case> cases = binary_cases(f, dtypes, da, db, true);
+  for (DType d : {DType::Float32, DType::Float64, DType::Int32})
+    if (std::find(dtypes.begin(), dtypes.end(), d) != dtypes.end()) cases.push_back(in_place_case(op, d));
+  return cases;
+}
+
+// Comparisons and logical ops: values from a small set, so there are ties and zeros.
+std::vector<Case> predicate_cases(const Binary& f) {
+  std::vector<Case> cases;
+  for (DType d : kAll) {
+    for (const ShapePair& p : {ShapePair{{3, 4}, {3, 4}}, ShapePair{{2, 3, 4}, {4}}, ShapePair{{5}, {}}}) {
+      Case c;
+      Operand a = operand(p.a, d, Layout::Contiguous, -2, 2, 19);
+      Operand b = operand(p.b, d, p.b.size() == 2 ? Layout::Transposed : Layout::Contiguous, -2, 2, 20);
+      if (is_floating(d)) {
+        for (double& v : a.values) v = std::round(v * 2) / 2;
+        for (double& v : b.values) v = std::round(v * 2) / 2;
+      }
+      if (d == DType::UInt8) {
+        for (double& v : a.values) v = std::abs(v);
+        for (double& v : b.values) v = std::abs(v);
+      }
+      c.inputs = {a, b};
+      c.label = describe(a) + " with " + shape_text(p.b);
+      c.fn = [f](const Operands& in, const Device&) { return Outputs{f(in[0], in[1])}; };
+      cases.push_back(c);
+    }
+  }
+  Case nan;
+  nan.inputs = {operand_of({4}, DType::Float32, {kNaN, 1, kNaN, -kInf}),
+                operand_of({4}, DType::Float32, {kNaN, kNaN, 1, -kInf})};
+  nan.label = "float32 [4] with NaN and infinities";
+  nan.fn = [f](const Operands& in, const Device&) { return Outputs{f(in[0], in[1])}; };
+  cases.push_back(nan);
+  return cases;
+}
+
+std::vector<Case> where_cases() {
+  std::vector<Case> cases;
+  for (DType d : kAll) {
+    const bool g = differentiable(d);
+    Case c;
+    Operand cond = operand({3, 4}, DType::Bool, Layout::Transposed, -1, 1, 21);
+    Operand a = operand({3, 4}, d, Layout::Strided, 0, 3, 22);
+    Operand b = operand({3, 4}, d, Layout::Contiguous, 0, 3, 23);
+    a.requires_grad = b.requires_grad = g;
+    c.inputs = {cond, a, b};
+    c.label = describe(a) + " with bool condition";
+    c.fn = [](const Operands& in, const Device&) { return Outputs{where(in[0], in[1], in[2])}; };
+    c.grad = g;
+    cases.push_back(c);
+    Case broadcast = c;
+    broadcast.inputs = {operand({3, 1}, DType::Bool, Layout::Contiguous, -1, 1, 24),
+                        operand({4}, d, Layout::Contiguous, 0, 3, 25),
+                        operand({}, d, Layout::Contiguous, 0, 3, 26)};
+    broadcast.inputs[1].requires_grad = broadcast.inputs[2].requires_grad = g;
+    broadcast.label = std::string(dtype_name(d)) + " [3,1] ? [4] : []";
+    cases.push_back(broadcast);
+  }
+  return cases;
+}
+
+Unary clamp_fn(std::optional<double> lo, std::optional<double> hi) {
+  return [lo, hi](const Tensor& x) { return x.clamp(lo, hi); };
+}
+
+void unary(std::vector<OpSuite>& suites, const std::string& op, Unary f,
+           const std::vector<DType>& dtypes, Domain domain, bool grad, bool special = false) {
+  suites.push_back({op, [=] { return unary_cases(f, dtypes, domain, grad, special); }});
+}
+
+void binary(std::vector<OpSuite>& suites, const std::string& op, Binary f,
+            const std::vector<DType>& dtypes, Domain da, Domain db) {
+  suites.push_back({op, [=] { return binary_cases(f, dtypes, da, db, true); }});
+}
+
+}  // namespace
+
+void add_elementwise_suites(std::vector<OpSuite>& suites) {
+  const Domain wide{-3, 3}, positive{0.1, 4};
+  unary(suites, "kiln.neg", [](const Tensor& x) { return -x; }, kFloatInt, wide, true, true);
+  unary(suites, "kiln.abs", [](const Tensor& x) { return x.abs(); }, kFloatInt, wide, true, true);
+  unary(suites, "kiln.sign", [](const Tensor& x) { return x.sign(); }, kFloatInt, wide, false, true);
+  unary(suites, "kiln.exp", [](const Tensor& x) { return x.exp(); }, kFloat, wide, true);
+  unary(suites, "kiln.log", [](const Tensor& x) { return x.log(); }, kFloat, positive, true);
+  unary(suites, "kiln.sqrt", [](const Tensor& x) { return x.sqrt(); }, kFloat, positive, true);
+  unary(suites, "kiln.rsqrt", [](const Tensor& x) { return x.rsqrt(); }, kFloat, positive, true);
+  unary(suites, "kiln.sin", [](const Tensor& x) { return x.sin(); }, kFloat, wide, true);
+  unary(suites, "kiln.cos", [](const Tensor& x) { return x.cos(); }, kFloat, wide, true);
+  unary(suites, "kiln.tanh", [](const Tensor& x) { return x.tanh(); }, kFloat, wide, true);
+  unary(suites, "kiln.sigmoid", [](const Tensor& x) { return x.sigmoid(); }, kFloat, wide, true);
+  unary(suites, "kiln.relu", [](const Tensor& x) { return x.relu(); }, kFloatInt, wide, true, true);
+  suites.push_back({"kiln.gelu", [=] {
+                      auto cases = unary_cases([](const Tensor& x) { return x.gelu("none"); },
+                                               kFloat, wide, true, false);
+                      for (Case& c : unary_cases([](const Tensor& x) { return x.gelu("tanh"); },
+                                                 kFloat, wide, true, false)) {
+                        c.label += " approximate=tanh";
+                        cases.push_back(c);
+                      }
+                      return cases;
+                    }});
+  unary(suites, "kiln.logical_not", [](const Tensor& x) { return x.logical_not(); }, kAll, {-1, 1},
+        false, true);
+  suites.push_back({"kiln.clamp", [=] {
+                      auto cases = unary_cases(clamp_fn(-1.0, 1.5), kFloatInt, wide, true, true);
+                      for (Case& c : unary_cases(clamp_fn(0.5, std::nullopt), kFloatInt, wide, false, false)) {
+                        c.label += " min only";
+                        cases.push_back(c);
+                      }
+                      for (Case& c : unary_cases(clamp_fn(std::nullopt, -0.5), kFloat, wide, false, false)) {
+                        c.label += " max only";
+                        cases.push_back(c);
+                      }
+                      return cases;
+                    }});
+
+  suites.push_back({"kiln.add", [=] {
+                      return arithmetic_cases("add", [](const Tensor& a, const Tensor& b) { return a + b; },
+                                              kArith, wide, wide);
+                    }});
+  suites.push_back({"kiln.sub", [=] {
+                      return arithmetic_cases("sub", [](const Tensor& a, const Tensor& b) { return a - b; },
+                                              kArith, wide, wide);
+                    }});
+  suites.push_back({"kiln.mul", [=] {
+                      return arithmetic_cases("mul", [](const Tensor& a, const Tensor& b) { return a * b; },
+                                              kArith, wide, wide);
+                    }});
+  suites.push_back({"kiln.div", [=] {
+                      return arithmetic_cases("div", [](const Tensor& a, const Tensor& b) { return a / b; },
+                                              kFloat, wide, {0.5, 2});
+                    }});
+  binary(suites, "kiln.pow", [](const Tensor& a, const Tensor& b) { return a.pow(b); }, kFloat,
+         {0.5, 2}, {-2, 2});
+  for (const char* op : {"maximum", "minimum"}) {
+    const bool max = std::string(op) == "maximum";
+    suites.push_back({std::string("kiln.") + op, [=] {
+                        Binary f = [max](const Tensor& a, const Tensor& b) {
+                          return max ? maximum(a, b) : minimum(a, b);
+                        };
+                        auto cases = binary_cases(f, kArith, wide, wide, true);
+                        Case nan;
+                        nan.inputs = {operand_of({4}, DType::Float32, {kNaN, 1, 2, -kInf}),
+                                      operand_of({4}, DType::Float32, {0, kNaN, 3, 5})};
+                        nan.label = "float32 [4] with NaN";
+                        nan.fn = [f](const Operands& in, const Device&) { return Outputs{f(in[0], in[1])}; };
+                        cases.push_back(nan);
+                        return cases;
+                      }});
+  }
+  const std::pair<const char*, Binary> predicates[] = {
+      {"kiln.eq", [](const Tensor& a, const Tensor& b) { return eq(a, b); }},
+      {"kiln.ne", [](const Tensor& a, const Tensor& b) { return ne(a, b); }},
+      {"kiln.lt", [](const Tensor& a, const Tensor& b) { return lt(a, b); }},
+      {"kiln.le", [](const Tensor& a, const Tensor& b) { return le(a, b); }},
+      {"kiln.gt", [](const Tensor& a, const Tensor& b) { return gt(a, b); }},
+      {"kiln.ge", [](const Tensor& a, const Tensor& b) { return ge(a, b); }},
+      {"kiln.logical_and", [](const Tensor& a, const Tensor& b) { return logical_and(a, b); }},
+      {"kiln.logical_or", [](const Tensor& a, const Tensor& b) { return logical_or(a, b); }},
+  };
+  for (const auto& [op, f] : predicates) suites.push_back({op, [f] { return predicate_cases(f); }});
+  suites.push_back({"kiln.where", where_cases});
+
+  // Backward ops of elementwise functions, reached through gradients.
+  suites.push_back({"kiln.relu_backward",
+                    [=] { return unary_backward_cases([](const Tensor& x) { return x.relu(); }, wide); }});
+  suites.push_back({"kiln.gelu_backward", [=] {
+                      auto cases = unary_backward_cases([](const Tensor& x) { return x.gelu("none"); }, wide);
+                      for (Case& c : unary_backward_cases([](const Tensor& x) { return x.gelu("tanh"); }, wide)) {
+                        c.label += " approximate=tanh";
+                        cases.push_back(c);
+                      }
+                      return cases;
+                    }});
+}
+
+}  // namespace kiln::conformance

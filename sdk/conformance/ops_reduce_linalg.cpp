@@ -1,0 +1,249 @@
+// Reductions, matmul and indexing (with the scatter ops their gradients use).
+#include <kiln/nn/functional.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "op_suite.h"
+
+namespace kiln::conformance {
+
+namespace {
+
+const std::vector<DType> kFloat = {DType::Float32, DType::Float64, DType::Float16,
+                                   DType::BFloat16};
+const std::vector<DType> kSumTypes = {DType::Float32, DType::Float64, DType::Float16,
+                                      DType::BFloat16, DType::Int32, DType::Int64};
+const std::vector<DType> kOrderTypes = {DType::Float32, DType::Float64, DType::Float16,
+                                        DType::BFloat16, DType::Int32, DType::Int64, DType::UInt8};
+
+using Reduce = std::function<Tensor(const Tensor&, const std::vector<int64_t>&, bool keepdim)>;
+
+std::string dims_text(const std::vector<int64_t>& dims, bool keepdim) {
+  std::string out = dims.empty() ? "all dims" : "dims " + shape_text(dims);
+  return keepdim ? out + " keepdim" : out;
+}
+
+// Over all dims, single dims, several dims, keepdim; strided inputs; 0-d; and (when
+// the op defines it) an empty reduction.
+std::vector<Case> reduction_cases(const Reduce& f, const std::vector<DType>& dtypes, double lo,
+                                  double hi, bool grad, bool empty_allowed) {
+  std::vector<Case> cases;
+  struct Plan {
+    Shape shape;
+    Layout layout;
+    std::vector<int64_t> dims;
+    bool keepdim;
+  };
+  const std::vector<Plan> plans = {
+      {{2, 3, 4}, Layout::Contiguous, {}, false},  {{2, 3, 4}, Layout::Contiguous, {1}, false},
+      {{2, 3, 4}, Layout::Transposed, {0, 2}, false}, {{2, 3, 4}, Layout::Strided, {-1}, true},
+      {{5, 7}, Layout::Offset, {0}, false},         {{}, Layout::Contiguous, {}, false},
+      {{33}, Layout::Contiguous, {}, false},
+  };
+  for (DType d : dtypes) {
+    const bool g = grad && (d == DType::Float32 || d == DType::Float64);
+    for (const Plan& p : plans) {
+      Case c;
+      Operand x = operand(p.shape, d, p.layout, d == DType::UInt8 ? 0 : lo, hi, 31);
+      x.requires_grad = g && !p.shape.empty();
+      c.inputs = {x};
+      c.label = describe(x) + " " + dims_text(p.dims, p.keepdim);
+      c.fn = [f, p](const Operands& in, const Device&) { return Outputs{f(in[0], p.dims, p.keepdim)}; };
+      c.grad = x.requires_grad;
+      c.tolerance_scale = 2;
+      cases.push_back(c);
+    }
+    if (empty_allowed) {
+      Case c;
+      c.inputs = {operand({3, 0}, d, Layout::Contiguous, lo, hi)};
+      c.label = describe(c.inputs[0]) + " dims [1] (empty)";
+      c.fn = [f](const Operands& in, const Device&) { return Outputs{f(in[0], {1}, false)}; };
+      cases.push_back(c);
+    }
+  }
+  if (grad) {
+    Case c;
+    Operand x = operand({2, 3}, DType::Float64, Layout::Contiguous, lo, hi, 32);
+    x.requires_grad = true;
+    c.inputs = {x};
+    c.label = "float64 [2,3] dims [1] gradcheck";
+    c.fn = [f](const Operands& in, const Device&) { return Outputs{f(in[0], {1}, false)}; };
+    c.gradcheck = true;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+std::vector<Case> arg_cases(bool max) {
+  std::vector<Case> cases;
+  auto f = [max](const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+    return max ? x.argmax(dim, keepdim) : x.argmin(dim, keepdim);
+  };
+  for (DType d : kOrderTypes) {
+    // Values from a small set: ties, where the first index must win.
+    for (const auto& [dim, keepdim] : std::vector<std::pair<std::optional<int64_t>, bool>>{
+             {std::nullopt, false}, {0, false}, {1, true}, {-1, false}}) {
+      Case c;
+      Operand x = operand({4, 5}, d, dim == 1 ? Layout::Transposed : Layout::Contiguous, 0, 3, 33);
+      if (is_floating(d))
+        for (double& v : x.values) v = std::round(v);
+      c.inputs = {x};
+      c.label = describe(x) + (dim ? " dim " + std::to_string(*dim) : " flattened");
+      c.fn = [f, dim = dim, keepdim = keepdim](const Operands& in, const Device&) {
+        return Outputs{f(in[0], dim, keepdim)};
+      };
+      cases.push_back(c);
+    }
+  }
+  Case nan;
+  const double n = std::numeric_limits<double>::quiet_NaN();
+  nan.inputs = {operand_of({2, 4}, DType::Float32, {1, n, 3, 2, 5, 4, 9, n})};
+  nan.label = "float32 [2,4] with NaN dim 1";
+  nan.fn = [f](const Operands& in, const Device&) { return Outputs{f(in[0], 1, false)}; };
+  cases.push_back(nan);
+  return cases;
+}
+
+std::vector<Case> var_cases() {
+  std::vector<Case> cases;
+  for (int64_t correction : {0, 1}) {
+    for (Case c : reduction_cases(
+             [correction](const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+               return x.var(IntArrayRef(dims), correction, keepdim);
+             },
+             kFloat, -2, 2, true, false)) {
+      c.label += " correction " + std::to_string(correction);
+      cases.push_back(c);
+    }
+  }
+  Case few;  // n <= correction: NaN
+  few.inputs = {operand({3, 1}, DType::Float32)};
+  few.label = "float32 [3,1] dims [1] correction 1 (n = 1)";
+  few.fn = [](const Operands& in, const Device&) { return Outputs{in[0].var({1}, 1, false)}; };
+  cases.push_back(few);
+  return cases;
+}
+
+std::vector<Case> matmul_cases() {
+  std::vector<Case> cases;
+  struct Plan {
+    Shape a, b;
+    Layout la, lb;
+  };
+  const std::vector<Plan> plans = {
+      {{3, 4}, {4, 5}, Layout::Contiguous, Layout::Contiguous},
+      {{1, 7}, {7, 1}, Layout::Contiguous, Layout::Contiguous},
+      {{2, 3, 4}, {2, 4, 5}, Layout::Contiguous, Layout::Contiguous},
+      {{2, 3, 4}, {4, 5}, Layout::Transposed, Layout::Contiguous},
+      {{2, 1, 3, 4}, {3, 4, 2}, Layout::Contiguous, Layout::Strided},
+      {{4, 6}, {6, 3}, Layout::Offset, Layout::Transposed},
+      {{3, 0}, {0, 4}, Layout::Contiguous, Layout::Contiguous},
+      {{5}, {5}, Layout::Contiguous, Layout::Contiguous},
+      {{17, 33}, {33, 9}, Layout::Contiguous, Layout::Contiguous},
+  };
+  for (DType d : kFloat) {
+    const bool g = d == DType::Float32 || d == DType::Float64;
+    for (const Plan& p : plans) {
+      Case c;
+      Operand a = operand(p.a, d, p.la, -1, 1, 41), b = operand(p.b, d, p.lb, -1, 1, 42);
+      a.requires_grad = b.requires_grad = g && p.a.size() >= 2 && p.a.back() != 0;
+      c.inputs = {a, b};
+      c.label = describe(a) + " @ " + describe(b).substr(describe(b).find(' ') + 1);
+      c.fn = [](const Operands& in, const Device&) { return Outputs{matmul(in[0], in[1])}; };
+      c.grad = a.requires_grad;
+      c.tolerance_scale = 8;  // sums of up to 33 products
+      cases.push_back(c);
+    }
+  }
+  Case gc;
+  Operand a = operand({2, 3}, DType::Float64), b = operand({3, 2}, DType::Float64, Layout::Contiguous, -2, 2, 2);
+  a.requires_grad = b.requires_grad = true;
+  gc.inputs = {a, b};
+  gc.label = "float64 [2,3] @ [3,2] gradcheck";
+  gc.fn = [](const Operands& in, const Device&) { return Outputs{matmul(in[0], in[1])}; };
+  gc.gradcheck = true;
+  cases.push_back(gc);
+  return cases;
+}
+
+// index_select forward; with gradients, its backward is kiln.index_add.
+std::vector<Case> index_select_cases(bool gradients_only) {
+  std::vector<Case> cases;
+  for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::Int32, DType::Int64}) {
+    const bool g = d == DType::Float32 || d == DType::Float64;
+    if (gradients_only && !g) continue;
+    for (int64_t dim : {0, 1}) {
+      Case c;
+      Operand x = operand({5, 4}, d, dim == 1 ? Layout::Strided : Layout::Contiguous, -3, 3, 51);
+      x.requires_grad = g;
+      // Repeated indices: their gradients must add up (deterministically).
+      Operand index = operand_of({4}, DType::Int64, dim == 0 ? std::vector<double>{4, 0, 4, 2}
+                                                             : std::vector<double>{3, 1, 3, 3});
+      c.inputs = {x, index};
+      c.label = describe(x) + " dim " + std::to_string(dim);
+      c.fn = [dim](const Operands& in, const Device&) { return Outputs{index_select(in[0], dim, in[1])}; };
+      c.grad = g;
+      cases.push_back(c);
+    }
+  }
+  // Embedding rows: forward index_select, backward index_add.
+  Case e;
+  Operand weight = operand({6, 3}, DType::Float32);
+  weight.requires_grad = true;
+  e.inputs = {operand_of({2, 3}, DType::Int64, {5, 0, 5, 1, 1, 2}), weight};
+  e.label = "float32 embedding [2,3] of [6,3]";
+  e.fn = [](const Operands& in, const Device&) { return Outputs{nn::functional::embedding(in[0], in[1])}; };
+  e.grad = true;
+  cases.push_back(e);
+  return cases;
+}
+
+// gather forward; with gradients, its backward is kiln.scatter_add.
+std::vector<Case> gather_cases(bool gradients_only) {
+  std::vector<Case> cases;
+  for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::Int32, DType::Int64}) {
+    const bool g = d == DType::Float32 || d == DType::Float64;
+    if (gradients_only && !g) continue;
+    for (int64_t dim : {0, 1}) {
+      Case c;
+      Operand x = operand({3, 4}, d, dim == 0 ? Layout::Transposed : Layout::Contiguous, -3, 3, 52);
+      x.requires_grad = g;
+      Operand index = dim == 0 ? operand_of({2, 4}, DType::Int64, {0, 2, 2, 1, 2, 2, 0, 1})
+                               : operand_of({3, 2}, DType::Int64, {3, 3, 0, 1, 2, 0});
+      c.inputs = {x, index};
+      c.label = describe(x) + " dim " + std::to_string(dim);
+      c.fn = [dim](const Operands& in, const Device&) { return Outputs{gather(in[0], dim, in[1])}; };
+      c.grad = g;
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+Reduce reduce_fn(Tensor (Tensor::*method)(IntArrayRef, bool) const) {
+  return [method](const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+    return (x.*method)(IntArrayRef(dims), keepdim);
+  };
+}
+
+}  // namespace
+
+void add_reduction_suites(std::vector<OpSuite>& suites) {
+  suites.push_back({"kiln.sum", [] { return reduction_cases(reduce_fn(&Tensor::sum), kSumTypes, -2, 2, true, true); }});
+  suites.push_back({"kiln.prod", [] { return reduction_cases(reduce_fn(&Tensor::prod), kSumTypes, 0.6, 1.4, true, true); }});
+  suites.push_back({"kiln.mean", [] { return reduction_cases(reduce_fn(&Tensor::mean), kFloat, -2, 2, true, true); }});
+  suites.push_back({"kiln.amax", [] { return reduction_cases(reduce_fn(&Tensor::max), kOrderTypes, -3, 3, true, false); }});
+  suites.push_back({"kiln.amin", [] { return reduction_cases(reduce_fn(&Tensor::min), kOrderTypes, -3, 3, true, false); }});
+  suites.push_back({"kiln.argmax", [] { return arg_cases(true); }});
+  suites.push_back({"kiln.argmin", [] { return arg_cases(false); }});
+  suites.push_back({"kiln.var", var_cases});
+  suites.push_back({"kiln.matmul", matmul_cases});
+  suites.push_back({"kiln.index_select", [] { return index_select_cases(false); }});
+  suites.push_back({"kiln.gather", [] { return gather_cases(false); }});
+  suites.push_back({"kiln.index_add", [] { return index_select_cases(true); }});
+  suites.push_back({"kiln.scatter_add", [] { return gather_cases(true); }});
+}
+
+}  // namespace kiln::conformance

@@ -1,0 +1,288 @@
+// Training ops: convolution, pooling, normalization, softmax, dropout, losses and the
+// fused optimizer updates. Backward kernels are reached through gradients: the suite
+// of `kiln.conv2d_backward_input` runs convolutions with gradients and fails when the
+// device's input gradient differs from the CPU's.
+#include <kiln/nn/functional.h>
+#include <kiln/optim.h>
+
+#include <functional>
+
+#include "op_suite.h"
+
+namespace kiln::conformance {
+
+namespace F = kiln::nn::functional;
+
+namespace {
+
+const std::vector<DType> kTrainTypes = {DType::Float32, DType::Float64};
+
+// Cases of one differentiable function of float operands `shapes` (the first is the
+// main input). `backward`: only cases with gradients (a backward op's suite).
+std::vector<Case> function_cases(const std::string& what, const std::vector<Shape>& shapes,
+                                 const std::function<Outputs(const Operands&)>& f, bool backward,
+                                 double tolerance_scale = 4, Layout first_layout = Layout::Contiguous,
+                                 double lo = -2, double hi = 2) {
+  std::vector<Case> cases;
+  for (DType d : kTrainTypes) {
+    for (bool with_grad : {false, true}) {
+      if (backward && !with_grad) continue;
+      Case c;
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        Operand x = operand(shapes[i], d, i == 0 ? first_layout : Layout::Contiguous, lo, hi,
+                            static_cast<uint32_t>(61 + i));
+        x.requires_grad = with_grad;
+        c.inputs.push_back(x);
+      }
+      c.label = std::string(dtype_name(d)) + " " + what + (with_grad ? " with gradients" : "");
+      c.fn = [f](const Operands& in, const Device&) { return f(in); };
+      c.grad = with_grad;
+      c.tolerance_scale = tolerance_scale;
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+std::vector<Case> conv_cases(bool backward) {
+  std::vector<Case> cases;
+  struct Plan {
+    std::string what;
+    Shape x, w;
+    nn::Size2 stride, padding, dilation;
+    int64_t groups;
+  };
+  const std::vector<Plan> plans = {
+      {"[2,3,6,6] * [4,3,3,3] padding 1", {2, 3, 6, 6}, {4, 3, 3, 3}, 1, 1, 1, 1},
+      {"[1,2,7,6] * [3,2,3,2] stride 2 dilation 2", {1, 2, 7, 6}, {3, 2, 3, 2}, 2, 0, 2, 1},
+      {"[1,4,5,5] * [6,2,3,3] groups 2", {1, 4, 5, 5}, {6, 2, 3, 3}, 1, 1, 1, 2},
+      {"[2,2,5,4] * [2,2,1,3] stride (2,1) padding (0,1)", {2, 2, 5, 4}, {2, 2, 1, 3}, {2, 1}, {0, 1}, 1, 1},
+  };
+  for (const Plan& p : plans) {
+    auto f = [p](const Operands& in) {
+      return Outputs{F::conv2d(in[0], in[1], in[2], p.stride, p.padding, p.dilation, p.groups)};
+    };
+    for (Case& c : function_cases(p.what, {p.x, p.w, {p.w[0]}}, f, backward)) cases.push_back(c);
+  }
+  Case gc;
+  for (const Shape& s : {Shape{1, 2, 4, 4}, Shape{2, 2, 3, 3}, Shape{2}}) {
+    Operand x = operand(s, DType::Float64, Layout::Contiguous, -1, 1, 71);
+    x.requires_grad = true;
+    gc.inputs.push_back(x);
+  }
+  gc.label = "float64 [1,2,4,4] * [2,2,3,3] gradcheck";
+  gc.fn = [](const Operands& in, const Device&) { return Outputs{F::conv2d(in[0], in[1], in[2], 1, 1)}; };
+  gc.gradcheck = true;
+  cases.push_back(gc);
+  return cases;
+}
+
+std::vector<Case> pool_cases(const std::string& kind, bool backward) {
+  using Pool = std::function<Tensor(const Tensor&)>;
+  std::vector<std::pair<std::string, Pool>> plans;
+  if (kind == "max") {
+    plans = {{"kernel 3 stride 2 padding 1", [](const Tensor& x) { return F::max_pool2d(x, 3, 2, 1); }},
+             {"kernel 2", [](const Tensor& x) { return F::max_pool2d(x, 2); }},
+             {"kernel 3 stride 2 ceil_mode", [](const Tensor& x) { return F::max_pool2d(x, 3, 2, 0, 1, true); }},
+             {"kernel 2 stride 1 dilation 2", [](const Tensor& x) { return F::max_pool2d(x, 2, 1, 0, 2); }}};
+  } else if (kind == "avg") {
+    plans = {{"kernel 3 stride 2 padding 1", [](const Tensor& x) { return F::avg_pool2d(x, 3, 2, 1); }},
+             {"kernel 3 stride 2 padding 1 count_include_pad=false",
+              [](const Tensor& x) { return F::avg_pool2d(x, 3, 2, 1, false, false); }},
+             {"kernel 2 ceil_mode", [](const Tensor& x) { return F::avg_pool2d(x, 2, 2, 0, true); }}};
+  } else {
+    plans = {{"to (3,2)", [](const Tensor& x) { return F::adaptive_avg_pool2d(x, {3, 2}); }},
+             {"to (1,1)", [](const Tensor& x) { return F::adaptive_avg_pool2d(x, 1); }},
+             {"to (7,5)", [](const Tensor& x) { return F::adaptive_avg_pool2d(x, {7, 5}); }}};
+  }
+  std::vector<Case> cases;
+  for (const auto& [what, pool] : plans) {
+    auto f = [pool = pool](const Operands& in) { return Outputs{pool(in[0])}; };
+    for (Case& c : function_cases("[2,3,7,5] " + what, {{2, 3, 7, 5}}, f, backward, 4,
+                                  Layout::Transposed))
+      cases.push_back(c);
+  }
+  return cases;
+}
+
+std::vector<Case> batch_norm_cases(bool backward) {
+  std::vector<Case> cases;
+  for (const Shape& shape : {Shape{4, 3, 5}, Shape{2, 3, 4, 4}}) {
+    for (DType d : kTrainTypes) {
+      for (bool with_grad : {false, true}) {
+        if (backward && !with_grad) continue;
+        Case c;
+        Operand x = operand(shape, d, Layout::Contiguous, -2, 2, 81);
+        Operand weight = operand({3}, d, Layout::Contiguous, 0.5, 1.5, 82);
+        Operand bias = operand({3}, d, Layout::Contiguous, -1, 1, 83);
+        x.requires_grad = weight.requires_grad = bias.requires_grad = with_grad;
+        c.inputs = {x, weight, bias, operand_of({3}, d, {0.1, -0.2, 0.3}),
+                    operand_of({3}, d, {1, 2, 0.5})};
+        c.label = describe(x) + " training" + (with_grad ? " with gradients" : "");
+        // Outputs: y, and the running statistics it updates in place.
+        c.fn = [](const Operands& in, const Device&) {
+          Tensor y = F::batch_norm(in[0], in[3], in[4], in[1], in[2], true, 0.1, 1e-5);
+          return Outputs{y, in[3], in[4]};
+        };
+        c.grad = with_grad;
+        c.tolerance_scale = 8;
+        cases.push_back(c);
+      }
+    }
+  }
+  return cases;
+}
+
+std::vector<Case> layer_norm_cases(bool backward) {
+  std::vector<Case> cases;
+  for (const Shape& normalized : {Shape{5}, Shape{4, 5}}) {
+    auto f = [normalized](const Operands& in) {
+      return Outputs{F::layer_norm(in[0], IntArrayRef(normalized), in[1], in[2], 1e-5)};
+    };
+    for (Case& c : function_cases("[3,4,5] over " + shape_text(normalized),
+                                  {{3, 4, 5}, normalized, normalized}, f, backward, 8))
+      cases.push_back(c);
+  }
+  return cases;
+}
+
+std::vector<Case> softmax_cases(bool log, bool backward) {
+  std::vector<Case> cases;
+  struct Plan {
+    Shape shape;
+    int64_t dim;
+  };
+  for (const Plan& p : {Plan{{3, 5}, -1}, Plan{{3, 5}, 0}, Plan{{2, 3, 4}, 1}}) {
+    auto f = [p, log](const Operands& in) {
+      return Outputs{log ? F::log_softmax(in[0], p.dim) : F::softmax(in[0], p.dim)};
+    };
+    // Values up to ±30: exp would overflow float32 without the max subtracted.
+    for (Case& c : function_cases(shape_text(p.shape) + " dim " + std::to_string(p.dim), {p.shape},
+                                  f, backward, 4, Layout::Transposed, -30, 30))
+      cases.push_back(c);
+  }
+  return cases;
+}
+
+std::vector<Case> dropout_cases() {
+  std::vector<Case> cases;
+  for (DType d : kTrainTypes) {
+    for (const Shape& shape : {Shape{1001}, Shape{3, 5}}) {
+      Case c;
+      c.inputs = {operand(shape, d)};
+      c.label = describe(c.inputs[0]) + " p=0.3";
+      c.fn = [](const Operands& in, const Device&) {
+        manual_seed(2024);
+        return Outputs{F::dropout(in[0], 0.3, true)};
+      };
+      c.reference = Reference::SameDtype;  // the mask is Philox: identical on every backend
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+std::vector<Case> nll_cases(bool backward) {
+  std::vector<Case> cases;
+  for (DType d : kTrainTypes) {
+    for (auto reduction : {nn::Reduction::None, nn::Reduction::Mean}) {
+      for (bool with_grad : {false, true}) {
+        if (backward && !with_grad) continue;
+        Case c;
+        Operand logp = operand({4, 5}, d, Layout::Contiguous, -4, -0.1, 91);
+        logp.requires_grad = with_grad;
+        c.inputs = {logp, operand_of({4}, DType::Int64, {1, -100, 4, 0})};
+        c.label = describe(logp) + (reduction == nn::Reduction::None ? " no reduction" : " mean") +
+                  " ignore_index -100" + (with_grad ? " with gradients" : "");
+        c.fn = [reduction](const Operands& in, const Device&) {
+          return Outputs{F::nll_loss(in[0], in[1], reduction, -100)};
+        };
+        c.grad = with_grad;
+        cases.push_back(c);
+      }
+    }
+  }
+  return cases;
+}
+
+// Three steps of an optimizer on one parameter with a fixed gradient.
+std::vector<Case> optimizer_cases(bool adam) {
+  using Make = std::function<std::unique_ptr<optim::Optimizer>(const Tensor&)>;
+  std::vector<std::pair<std::string, Make>> plans;
+  if (adam) {
+    plans = {{"Adam lr 0.01", [](const Tensor& p) {
+                return std::make_unique<optim::Adam>(std::vector<Tensor>{p}, optim::AdamOptions(0.01));
+              }},
+             {"Adam weight decay 0.1", [](const Tensor& p) {
+                return std::make_unique<optim::Adam>(std::vector<Tensor>{p},
+                                                     optim::AdamOptions(0.01).weight_decay(0.1));
+              }},
+             {"AdamW", [](const Tensor& p) {
+                return std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, optim::AdamWOptions(0.01));
+              }}};
+  } else {
+    plans = {{"SGD lr 0.1", [](const Tensor& p) {
+                return std::make_unique<optim::SGD>(std::vector<Tensor>{p}, optim::SGDOptions(0.1));
+              }},
+             {"SGD momentum 0.9 dampening 0.1 weight decay 0.01", [](const Tensor& p) {
+                return std::make_unique<optim::SGD>(
+                    std::vector<Tensor>{p},
+                    optim::SGDOptions(0.1).momentum(0.9).dampening(0.1).weight_decay(0.01));
+              }},
+             {"SGD nesterov", [](const Tensor& p) {
+                return std::make_unique<optim::SGD>(std::vector<Tensor>{p},
+                                                    optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
+              }}};
+  }
+  std::vector<Case> cases;
+  for (DType d : kTrainTypes) {
+    for (const auto& [what, make] : plans) {
+      Case c;
+      c.inputs = {operand({3, 4}, d, Layout::Contiguous, -1, 1, 95),
+                  operand({3, 4}, d, Layout::Contiguous, -1, 1, 96)};
+      c.label = std::string(dtype_name(d)) + " [3,4] " + what + ", 3 steps";
+      c.fn = [make = make](const Operands& in, const Device&) {
+        Tensor p = in[0];
+        p.requires_grad_();
+        auto optimizer = make(p);
+        for (int step = 0; step < 3; ++step) {
+          p.set_grad(in[1]);
+          optimizer->step();
+        }
+        return Outputs{p.detach()};
+      };
+      c.tolerance_scale = 10;  // Adam divides by sqrt(v) + eps, which amplifies rounding
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
+}  // namespace
+
+void add_training_suites(std::vector<OpSuite>& suites) {
+  suites.push_back({"kiln.conv2d", [] { return conv_cases(false); }});
+  suites.push_back({"kiln.conv2d_backward_input", [] { return conv_cases(true); }});
+  suites.push_back({"kiln.conv2d_backward_weight", [] { return conv_cases(true); }});
+  suites.push_back({"kiln.max_pool2d", [] { return pool_cases("max", false); }});
+  suites.push_back({"kiln.max_pool2d_backward", [] { return pool_cases("max", true); }});
+  suites.push_back({"kiln.avg_pool2d", [] { return pool_cases("avg", false); }});
+  suites.push_back({"kiln.avg_pool2d_backward", [] { return pool_cases("avg", true); }});
+  suites.push_back({"kiln.adaptive_avg_pool2d", [] { return pool_cases("adaptive", false); }});
+  suites.push_back({"kiln.adaptive_avg_pool2d_backward", [] { return pool_cases("adaptive", true); }});
+  suites.push_back({"kiln.batch_norm", [] { return batch_norm_cases(false); }});
+  suites.push_back({"kiln.batch_norm_backward", [] { return batch_norm_cases(true); }});
+  suites.push_back({"kiln.layer_norm", [] { return layer_norm_cases(false); }});
+  suites.push_back({"kiln.layer_norm_backward", [] { return layer_norm_cases(true); }});
+  suites.push_back({"kiln.softmax", [] { return softmax_cases(false, false); }});
+  suites.push_back({"kiln.log_softmax", [] { return softmax_cases(true, false); }});
+  suites.push_back({"kiln.softmax_backward", [] { return softmax_cases(false, true); }});
+  suites.push_back({"kiln.log_softmax_backward", [] { return softmax_cases(true, true); }});
+  suites.push_back({"kiln.dropout", dropout_cases});
+  suites.push_back({"kiln.nll_loss", [] { return nll_cases(false); }});
+  suites.push_back({"kiln.nll_loss_backward", [] { return nll_cases(true); }});
+  suites.push_back({"kiln.sgd_step", [] { return optimizer_cases(false); }});
+  suites.push_back({"kiln.adam_step", [] { return optimizer_cases(true); }});
+}
+
+}  // namespace kiln::conformance

@@ -1,0 +1,379 @@
+// kiln/sdk/detail/plugin_entries.h — the C entry points the plugin kit puts in the
+// kiln_plugin_api table: each checks its arguments and handles, calls the author's
+// Device or Backend, and answers with a status. Part of kiln/sdk/plugin.h; include
+// that instead.
+#ifndef KILN_SDK_DETAIL_PLUGIN_ENTRIES_H
+#define KILN_SDK_DETAIL_PLUGIN_ENTRIES_H
+
+#ifndef KILN_SDK_PLUGIN_H
+#error "include kiln/sdk/plugin.h, not this file"
+#endif
+
+#include "kiln/sdk/detail/plugin_state.h"
+
+namespace kiln::sdk::detail {
+
+// -- plugin level ----------------------------------------------------------------------
+
+inline const char* describe(void*) {
+  PluginState* s = g_state.load(std::memory_order_acquire);
+  return s != nullptr ? s->description.c_str() : "";
+}
+
+inline kiln_status* device_count(void*, int32_t* count) {
+  return boundary("device_count", nullptr, [&] {
+    KILN_SDK_CHECK(count != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
+    const int32_t n = state().backend->device_count();
+    KILN_SDK_CHECK(n >= 0, KILN_STATUS_INTERNAL, "the backend reports ", n, " devices");
+    *count = n;
+  });
+}
+
+inline void check_index(int32_t index) {
+  const int32_t n = state().backend->device_count();
+  KILN_SDK_CHECK(index >= 0 && index < n, KILN_STATUS_INVALID_ARGUMENT, "device index ", index,
+                 " is out of range: the plugin has ", n, n == 1 ? " device" : " devices");
+}
+
+inline DeviceSlot& open_slot(int32_t index) {
+  check_index(index);
+  PluginState& s = state();
+  std::lock_guard lock(s.open_mutex);
+  if (s.slots.size() <= static_cast<size_t>(index)) s.slots.resize(static_cast<size_t>(index) + 1);
+  auto& slot = s.slots[static_cast<size_t>(index)];
+  if (!slot) {
+    auto fresh = std::make_unique<DeviceSlot>();
+    fresh->plugin = &s;
+    fresh->index = index;
+    fresh->label = str_cat(s.name, ":", index);
+    fresh->device = &s.backend->device(index);
+    slot = std::move(fresh);
+  }
+  return *slot;
+}
+
+inline kiln_status* device_get_properties(void*, int32_t index,
+                                          kiln_device_properties* properties) {
+  return boundary("device_get_properties", nullptr, [&] {
+    KILN_SDK_CHECK(properties != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
+    check_size_prefix(properties->struct_size, "kiln_device_properties");
+    DeviceSlot& slot = open_slot(index);
+    kiln_device_properties full{};
+    full.struct_size = sizeof full;
+    std::snprintf(full.name, sizeof full.name, "%s device %d", slot.plugin->name, index);
+    full.kind = KILN_DEVICE_KIND_ACCELERATOR;
+    full.multiprocessor_count = 1;
+    slot.device->properties(full);
+    full.name[sizeof full.name - 1] = '\0';
+    write_sized(properties, full);
+  });
+}
+
+inline kiln_status* device_open(void*, int32_t index, kiln_device** device) {
+  return boundary("device_open", nullptr, [&] {
+    KILN_SDK_CHECK(device != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
+    *device = reinterpret_cast<kiln_device*>(&open_slot(index));
+  });
+}
+
+// -- memory ------------------------------------------------------------------------------
+
+inline kiln_status* allocate(kiln_device* device, size_t bytes, size_t alignment,
+                             kiln_stream* stream, kiln_buffer** buffer, void** data) {
+  return boundary("allocate", device, [&] {
+    DeviceSlot& slot = slot_of(device);
+    KILN_SDK_CHECK(buffer != nullptr && data != nullptr, KILN_STATUS_INVALID_ARGUMENT,
+                   "null output pointer");
+    KILN_SDK_CHECK(alignment != 0 && (alignment & (alignment - 1)) == 0,
+                   KILN_STATUS_INVALID_ARGUMENT, "alignment ", alignment,
+                   " is not a power of two");
+    Stream* s = stream_of(slot, stream);
+    auto record = std::make_unique<BufferRecord>(BufferRecord{nullptr, bytes});
+    record->data = slot.device->allocate(bytes, alignment, s);
+    if (record->data == nullptr) {
+      std::lock_guard lock(slot.mutex);
+      throw Error(KILN_STATUS_OUT_OF_MEMORY,
+                  str_cat("out of memory: requested ", bytes, " bytes; ", slot.bytes_in_use,
+                          " bytes in use"));
+    }
+    if (reinterpret_cast<uintptr_t>(record->data) % alignment != 0) {
+      slot.device->deallocate(record->data, s);
+      throw Error(KILN_STATUS_INTERNAL, str_cat("Device::allocate returned ", record->data,
+                                                ", which is not aligned to ", alignment));
+    }
+    try {
+      std::lock_guard lock(slot.mutex);
+      slot.buffers.insert(record.get());
+      slot.bytes_in_use += bytes;
+      slot.peak_bytes_in_use = std::max(slot.peak_bytes_in_use, slot.bytes_in_use);
+      slot.num_allocations += 1;
+    } catch (...) {
+      slot.device->deallocate(record->data, s);
+      throw;
+    }
+    *data = record->data;
+    *buffer = reinterpret_cast<kiln_buffer*>(record.release());
+  });
+}
+
+inline kiln_status* deallocate(kiln_device* device, kiln_buffer* buffer, kiln_stream* stream) {
+  return boundary("deallocate", device, [&] {
+    DeviceSlot& slot = slot_of(device);
+    if (buffer == nullptr) return;  // like free(NULL)
+    Stream* s = stream_of(slot, stream);
+    auto* record = reinterpret_cast<BufferRecord*>(buffer);
+    {
+      std::lock_guard lock(slot.mutex);
+      KILN_SDK_CHECK(slot.buffers.erase(record) == 1, KILN_STATUS_INVALID_ARGUMENT,
+                     "unknown buffer handle ", static_cast<void*>(buffer),
+                     " (never allocated on ", slot.label, ", or already freed)");
+      slot.bytes_in_use -= record->bytes;
+    }
+    std::unique_ptr<BufferRecord> owned(record);
+    slot.device->deallocate(owned->data, s);
+  });
+}
+
+inline kiln_status* memory_stats(kiln_device* device, kiln_memory_stats* stats) {
+  return boundary("memory_stats", device, [&] {
+    DeviceSlot& slot = slot_of(device);
+    KILN_SDK_CHECK(stats != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
+    check_size_prefix(stats->struct_size, "kiln_memory_stats");
+    kiln_memory_stats full{};
+    full.struct_size = sizeof full;
+    {
+      std::lock_guard lock(slot.mutex);
+      full.bytes_in_use = slot.bytes_in_use;
+      full.bytes_reserved = slot.bytes_in_use;
+      full.peak_bytes_in_use = slot.peak_bytes_in_use;
+      full.num_allocations = slot.num_allocations;
+      full.num_system_allocations = slot.num_allocations;
+    }
+    slot.device->memory_stats(full);
+    write_sized(stats, full);
+  });
+}
+
+inline kiln_status* empty_cache(kiln_device* device) {
+  return boundary("empty_cache", device, [&] { slot_of(device).device->empty_cache(); });
+}
+
+inline kiln_status* copy(kiln_device* device, kiln_stream* stream, int32_t kind, void* dst,
+                         const void* src, size_t bytes) {
+  return boundary("copy", device, [&] {
+    DeviceSlot& slot = slot_of(device);
+    KILN_SDK_CHECK(kind == KILN_COPY_HOST_TO_DEVICE || kind == KILN_COPY_DEVICE_TO_HOST ||
+                       kind == KILN_COPY_DEVICE_TO_DEVICE,
+                   KILN_STATUS_INVALID_ARGUMENT, "unknown copy kind ", kind);
+    Stream* s = stream_of(slot, stream);
+    if (bytes == 0) return;
+    KILN_SDK_CHECK(dst != nullptr && src != nullptr, KILN_STATUS_INVALID_ARGUMENT,
+                   "null pointer (dst ", dst, ", src ", src, ") for ", bytes, " bytes");
+    slot.device->copy(static_cast<CopyKind>(kind), dst, src, bytes, s);
+  });
+}
+
+// -- streams and events --------------------------------------------------------------------
+
+inline kiln_status* stream_create(kiln_device* device, kiln_stream** stream) {
+  return boundary("stream_create", device, [&] {
+    DeviceSlot& slot = slot_of(device);
+    KILN_SDK_CHECK(stream != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
+    std::unique_ptr<Stream> created = slot.device->create_stream();
+    KILN_SDK_CHECK(created != nullptr, KILN_STATUS_INTERNAL, "create_stream returned null");
+    {
+      std::lock_guard lock(slot.mutex);
+      slot.streams.insert(created.get());
+    }
+    *stream = reinterpret_cast<kiln_stream*>(created.release());
+  });
+}
+
+inline kiln_status* stream_destroy(kiln_device* device, kiln_stream* stream) {
+  return boundary("stream_destroy", device, [&] {
+    DeviceSlot& slot = slot_of(device);
+    if (stream == nullptr) return;  // the default stream is never destroyed
+    {
+      std::lock_guard lock(slot.mutex);
+      KILN_SDK_CHECK(slot.streams.erase(stream) == 1, KILN_STATUS_INVALID_ARGUMENT,
+                     "unknown stream handle ", static_cast<void*>(stream),
+                     " (never created on ", slot.label, ", or already destroyed)");
+    }
+    std::unique_ptr<Stream> owned(reinterpret_cast<Stream*>(stream));
+    slot.device->destroy_stream(*owned);
+  });
+}
+
+inline kiln_status* stream_synchronize(kiln_device* device, kiln_stream* stream) {
+  return boundary("stream_synchronize", device, [&] {
+    DeviceSlot& slot = slot_of(device);
+    slot.device->synchronize(stream_of(slot, stream));
+  });
+}
+
+inline Event& event_of(DeviceSlot& slot, kiln_event* event) {
+  KILN_SDK_CHECK(event != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null event handle");
+  return *checked_handle<Event>(slot, slot.events, event, "event");
+}
+
+inline kiln_status* event_create(kiln_device* device, kiln_event** event) {
+  return boundary("event_create", device, [&] {
+    DeviceSlot& slot = slot_of(device);
+    KILN_SDK_CHECK(event != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
+    std::unique_ptr<Event> created = slot.device->create_event();
+    KILN_SDK_CHECK(created != nullptr, KILN_STATUS_INTERNAL, "create_event returned null");
+    {
+      std::lock_guard lock(slot.mutex);
+      slot.events.insert(created.get());
+    }
+    *event = reinterpret_cast<kiln_event*>(created.release());
+  });
+}
+
+inline kiln_status* event_destroy(kiln_device* device, kiln_event* event) {
+  return boundary("event_destroy", device, [&] {
+    DeviceSlot& slot = slot_of(device);
+    KILN_SDK_CHECK(event != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null event handle");
+    {
+      std::lock_guard lock(slot.mutex);
+      KILN_SDK_CHECK(slot.events.erase(event) == 1, KILN_STATUS_INVALID_ARGUMENT,
+                     "unknown event handle ", static_cast<void*>(event), " (never created on ",
+                     slot.label, ", or already destroyed)");
+    }
+    std::unique_ptr<Event> owned(reinterpret_cast<Event*>(event));
+    slot.device->destroy_event(*owned);
+  });
+}
+
+inline kiln_status* event_record(kiln_device* device, kiln_event* event, kiln_stream* stream) {
+  return boundary("event_record", device, [&] {
+    DeviceSlot& slot = slot_of(device);
+    slot.device->record_event(event_of(slot, event), stream_of(slot, stream));
+  });
+}
+
+inline kiln_status* stream_wait_event(kiln_device* device, kiln_stream* stream,
+                                      kiln_event* event) {
+  return boundary("stream_wait_event", device, [&] {
+    DeviceSlot& slot = slot_of(device);
+    slot.device->wait_event(stream_of(slot, stream), event_of(slot, event));
+  });
+}
+
+inline kiln_status* event_synchronize(kiln_device* device, kiln_event* event) {
+  return boundary("event_synchronize", device, [&] {
+    DeviceSlot& slot = slot_of(device);
+    slot.device->synchronize_event(event_of(slot, event));
+  });
+}
+
+// -- ops ------------------------------------------------------------------------------------
+
+inline kiln_status* get_kernel(kiln_device* device, const char* name, int32_t version,
+                               kiln_kernel* kernel) {
+  return boundary("get_kernel", device, [&] {
+    DeviceSlot& slot = slot_of(device);
+    static const KernelTable empty_table(KernelList{});
+    const KernelTable* table = slot.device->kernels();
+    (table != nullptr ? table : &empty_table)->lookup(name, version, kernel);
+  });
+}
+
+inline const void* get_extension(void*, const char* name) {
+  try {
+    PluginState* s = g_state.load(std::memory_order_acquire);
+    return s != nullptr && name != nullptr ? s->backend->extension(name) : nullptr;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+// -- the entry point --------------------------------------------------------------------------
+
+constexpr bool valid_backend_name(const char* name) {
+  if (name == nullptr || *name == '\0') return false;
+  for (; *name != '\0'; ++name) {
+    const char c = *name;
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+inline void fill_table(PluginState& s) {
+  kiln_plugin_api& t = s.table;
+  t.struct_size = sizeof(kiln_plugin_api);
+  t.abi_major = KILN_ABI_MAJOR;
+  t.abi_minor = KILN_ABI_MINOR;
+  t.name = s.name;
+  t.version = s.version;
+  t.context = &s;
+  t.describe = &describe;
+  t.device_count = &device_count;
+  t.device_get_properties = &device_get_properties;
+  t.device_open = &device_open;
+  t.allocate = &allocate;
+  t.deallocate = &deallocate;
+  t.memory_stats = &memory_stats;
+  t.empty_cache = &empty_cache;
+  t.copy = &copy;
+  t.stream_create = &stream_create;
+  t.stream_destroy = &stream_destroy;
+  t.stream_synchronize = &stream_synchronize;
+  t.event_create = &event_create;
+  t.event_destroy = &event_destroy;
+  t.event_record = &event_record;
+  t.stream_wait_event = &stream_wait_event;
+  t.event_synchronize = &event_synchronize;
+  t.get_kernel = &get_kernel;
+  t.get_extension = &get_extension;
+}
+
+/// The body of kiln_plugin_init for backend B (see KILN_SDK_PLUGIN). Idempotent: a
+/// second call returns the same table.
+template <class B>
+kiln_status* plugin_init(const kiln_host_api* host, const kiln_plugin_api** api,
+                         const char* name, const char* version) noexcept {
+  static std::mutex init_mutex;
+  return guard(name, [&] {
+    KILN_SDK_CHECK(host != nullptr && api != nullptr, KILN_STATUS_INVALID_ARGUMENT,
+                   "kiln_plugin_init: null host or api pointer");
+    const size_t version_end = offsetof(kiln_host_api, abi_minor) + sizeof(host->abi_minor);
+    KILN_SDK_CHECK(host->struct_size >= version_end, KILN_STATUS_ABI_MISMATCH,
+                   "kiln_host_api.struct_size ", host->struct_size,
+                   " is too small to hold the ABI version; the plugin speaks ABI ",
+                   KILN_ABI_MAJOR, ".", KILN_ABI_MINOR);
+    KILN_SDK_CHECK(host->abi_major == KILN_ABI_MAJOR, KILN_STATUS_ABI_MISMATCH,
+                   "ABI major version mismatch: the host speaks ABI ", host->abi_major, ".",
+                   host->abi_minor, ", the plugin speaks ABI ", KILN_ABI_MAJOR, ".",
+                   KILN_ABI_MINOR);
+    std::lock_guard lock(init_mutex);
+    if (PluginState* ready = g_state.load(std::memory_order_acquire)) {
+      *api = &ready->table;
+      return;
+    }
+    auto s = std::make_unique<PluginState>();
+    s->name = name;
+    s->version = version;
+    const size_t log_end = offsetof(kiln_host_api, log_level) + sizeof(host->log_level);
+    if (host->struct_size >= log_end) {
+      s->host_log = host->log;
+      s->log_level = host->log_level;
+    }
+    fill_table(*s);
+    // Published before the backend is built, so that its constructor may log.
+    g_state.store(s.get(), std::memory_order_release);
+    try {
+      static B backend_instance;  // constructed once; a throw leaves it unbuilt
+      s->backend = &backend_instance;
+      s->description = backend_instance.describe();
+    } catch (...) {
+      g_state.store(nullptr, std::memory_order_release);
+      throw;
+    }
+    *api = &s.release()->table;  // lives for the process, as the ABI requires
+  });
+}
+
+}  // namespace kiln::sdk::detail
+
+#endif  // KILN_SDK_DETAIL_PLUGIN_ENTRIES_H

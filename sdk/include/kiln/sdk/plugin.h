@@ -1,0 +1,248 @@
+// kiln/sdk/plugin.h — write a Kiln backend as a few C++ classes; the kit makes the C ABI.
+//
+// A plugin author derives a Device (memory, copies, optionally streams, events and
+// kernels) and a Backend (how many devices, which one is which), and names the
+// backend in KILN_SDK_PLUGIN. The kit then provides everything the ABI asks of a
+// plugin: the exported entry point `kiln_plugin_init`, the version negotiation, the
+// `kiln_plugin_api` table, struct-size handling in both directions, validation of
+// handles and arguments, allocator statistics, and the translation of C++ exceptions
+// into owned `kiln_status` values (kiln/sdk/status.h). No exception ever crosses the
+// boundary.
+//
+// The smallest backend: host memory, one device, no kernels (every op then runs on
+// the CPU plugin through the frontend's fallback, counted in kiln::fallback_report()):
+//
+//   #include <kiln/sdk/plugin.h>
+//
+//   class HostDevice : public kiln::sdk::Device {
+//    public:
+//     void* allocate(size_t bytes, size_t alignment, kiln::sdk::Stream*) override {
+//       return std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment
+//                                              + (bytes == 0 ? alignment : 0));
+//     }
+//     void deallocate(void* data, kiln::sdk::Stream*) override { std::free(data); }
+//     void copy(kiln::sdk::CopyKind, void* dst, const void* src, size_t bytes,
+//               kiln::sdk::Stream*) override { std::memcpy(dst, src, bytes); }
+//   };
+//   KILN_SDK_PLUGIN(kiln::sdk::SingleDeviceBackend<HostDevice>, "host", "0.1.0")
+//
+// Kernels are added by returning a kiln::sdk::KernelTable from Device::kernels()
+// (kiln/sdk/kernel_table.h); each op is optional. examples/plugin-template is a
+// complete, commented backend built this way.
+//
+// What the kit guarantees the author (the ABI's rules, applied once here):
+//   - Every virtual function may throw; kiln::sdk::Error keeps its status code,
+//     std::bad_alloc becomes OUT_OF_MEMORY, anything else INTERNAL. Messages are
+//     prefixed with the plugin, the function and the device ("acme: allocate on
+//     acme:0: ...").
+//   - Handles are checked before the author sees them: a null, unknown, or already
+//     destroyed device, buffer, stream or event is INVALID_ARGUMENT, not a crash.
+//   - Arguments are checked too: alignment a power of two, copy kind, null pointers.
+//   - Structs the caller sized (properties, memory statistics, kernels) are written
+//     only as far as their struct_size reaches, so older and newer frontends work.
+//   - Memory statistics are kept by the kit (bytes in use, peak, allocation count);
+//     Device::memory_stats may refine them (e.g. bytes reserved by a cache).
+//   - Streams and events default to a synchronous device: every call completes its
+//     work before it returns, so synchronizing and waiting have nothing to do. An
+//     asynchronous backend overrides the stream and event functions together.
+//
+// Threading: the kit's bookkeeping is thread-safe; the author's functions may be
+// called from any thread, concurrently (the ABI's rule), and must protect their own
+// state.
+#ifndef KILN_SDK_PLUGIN_H
+#define KILN_SDK_PLUGIN_H
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "kiln/c_api.h"
+#include "kiln/sdk/kernel_table.h"
+#include "kiln/sdk/op_args.h"
+#include "kiln/sdk/status.h"
+
+namespace kiln::sdk {
+
+/// The direction of a copy (kiln_copy_kind).
+enum class CopyKind : int32_t {
+  HostToDevice = KILN_COPY_HOST_TO_DEVICE,
+  DeviceToHost = KILN_COPY_DEVICE_TO_HOST,
+  DeviceToDevice = KILN_COPY_DEVICE_TO_DEVICE,
+};
+
+/// A stream handle. The default implementation carries nothing (a synchronous device
+/// runs everything at once); an asynchronous backend derives its own and returns it
+/// from Device::create_stream. The kit owns the object until stream_destroy.
+class Stream {
+ public:
+  virtual ~Stream() = default;
+};
+
+/// An event handle; same ownership as Stream.
+class Event {
+ public:
+  virtual ~Event() = default;
+};
+
+/// One device. A `Stream*` argument of nullptr means the device's default stream.
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  // -- memory and copies (required) -------------------------------------------------
+
+  /// Returns `bytes` of device memory aligned to at least `alignment` (a power of
+  /// two, checked by the kit), usable by work on `stream` from now on. `bytes` may
+  /// be 0: return any non-null pointer that deallocate accepts (it is never
+  /// dereferenced). Throw (or return nullptr) when out of memory: the kit reports
+  /// KILN_STATUS_OUT_OF_MEMORY with the request and the bytes in use.
+  virtual void* allocate(size_t bytes, size_t alignment, Stream* stream) = 0;
+  /// Releases memory from allocate once the work enqueued on `stream` is done.
+  virtual void deallocate(void* data, Stream* stream) = 0;
+  /// Copies `bytes` contiguous bytes (never 0: the kit answers those itself), in
+  /// order on `stream`. Host memory is pageable: when this returns, a host source
+  /// may be reused and a host destination must hold the data.
+  virtual void copy(CopyKind kind, void* dst, const void* src, size_t bytes,
+                    Stream* stream) = 0;
+
+  // -- description (optional) -------------------------------------------------------
+
+  /// Fills in what is known about the device. The kit has already written defaults:
+  /// name "<plugin> device <index>", kind ACCELERATOR, multiprocessor_count 1,
+  /// memory_alignment 0 (unknown), everything else 0.
+  virtual void properties(kiln_device_properties& properties) { (void)properties; }
+  /// Refines the statistics the kit keeps (bytes_in_use, peak_bytes_in_use and
+  /// num_allocations are exact; bytes_reserved and num_system_allocations default to
+  /// bytes_in_use and num_allocations, which is right for a non-caching allocator).
+  virtual void memory_stats(kiln_memory_stats& stats) { (void)stats; }
+  /// Returns cached, unused memory to the system.
+  virtual void empty_cache() {}
+
+  // -- streams and events (optional; defaults are those of a synchronous device) ---
+
+  virtual std::unique_ptr<Stream> create_stream() { return std::make_unique<Stream>(); }
+  /// Called before the kit deletes the stream.
+  virtual void destroy_stream(Stream& stream) { (void)stream; }
+  /// Blocks until the work on `stream` is done; reports its asynchronous errors.
+  virtual void synchronize(Stream* stream) { (void)stream; }
+  virtual std::unique_ptr<Event> create_event() { return std::make_unique<Event>(); }
+  virtual void destroy_event(Event& event) { (void)event; }
+  /// Marks the point in `stream` that `event` waits for.
+  virtual void record_event(Event& event, Stream* stream) {
+    (void)event;
+    (void)stream;
+  }
+  /// Work enqueued on `stream` after this call waits for `event`.
+  virtual void wait_event(Stream* stream, Event& event) {
+    (void)stream;
+    (void)event;
+  }
+  virtual void synchronize_event(Event& event) { (void)event; }
+
+  // -- kernels (optional) -------------------------------------------------------------
+
+  /// The ops this device runs natively, or nullptr for none. Must return the same
+  /// table every time (the frontend caches the kernels it looks up).
+  virtual const KernelTable* kernels() { return nullptr; }
+};
+
+/// The plugin as a whole: its devices. Constructed once, at the first
+/// kiln_plugin_init (so a constructor may read the environment, probe drivers, and
+/// throw: the loader then records the message and skips the plugin), and never
+/// destroyed (plugins are never unloaded).
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  /// How many devices there are; may be 0 (say why in describe()).
+  virtual int32_t device_count() = 0;
+  /// Device `index` (checked by the kit to be in [0, device_count())). Called once per
+  /// index, when the frontend opens it; the reference must stay valid for the process.
+  virtual Device& device(int32_t index) = 0;
+  /// Free-form diagnostics for kiln-info (e.g. driver version, why there are no
+  /// devices). Asked once; the kit keeps the text.
+  virtual std::string describe() { return {}; }
+  /// Extension tables by name (ABI 1.x additions such as "kiln.collectives.v1").
+  virtual const void* extension(const char* name) {
+    (void)name;
+    return nullptr;
+  }
+};
+
+/// A backend with exactly one device of type D (default-constructed).
+template <class D>
+class SingleDeviceBackend : public Backend {
+ public:
+  int32_t device_count() override { return 1; }
+  Device& device(int32_t) override { return device_; }
+
+ private:
+  D device_;
+};
+
+/// Writes one line to Kiln's log through the host's callback (if it has one and the
+/// level is enabled). Never throws.
+inline void log(kiln_log_level level, std::string_view message) noexcept;
+
+}  // namespace kiln::sdk
+
+// The kit's machinery: bookkeeping, then the C entry points.
+#include "kiln/sdk/detail/plugin_entries.h"
+
+namespace kiln::sdk {
+
+inline void log(kiln_log_level level, std::string_view message) noexcept {
+  detail::PluginState* s = detail::g_state.load(std::memory_order_acquire);
+  if (s == nullptr || s->host_log == nullptr || level > s->log_level) return;
+  try {
+    const std::string text(message);
+    s->host_log(level, s->name, text.c_str());
+  } catch (...) {
+  }
+}
+
+/// The Device behind a kiln_device handle that this kit handed out, e.g. in a kernel:
+///   auto& device = kiln::sdk::device_from_handle<MyDevice>(args.raw().outputs[0].device);
+/// Throws INVALID_ARGUMENT for a null or foreign handle or a Device of another type.
+template <class D = Device>
+D& device_from_handle(kiln_device* handle) {
+  Device* device = detail::slot_of(handle).device;
+  auto* typed = dynamic_cast<D*>(device);
+  KILN_SDK_CHECK(typed != nullptr, KILN_STATUS_INVALID_ARGUMENT,
+                 "the device handle belongs to another Device type");
+  return *typed;
+}
+
+/// The Stream behind the `stream` of a kernel's arguments (nullptr: default stream).
+/// Not validated (kernels are the hot path): the frontend passes only handles that
+/// stream_create returned.
+template <class S = Stream>
+S* stream_from_handle(kiln_stream* handle) {
+  return static_cast<S*>(reinterpret_cast<Stream*>(handle));
+}
+
+}  // namespace kiln::sdk
+
+/// Defines the plugin's entry point for backend class `BackendClass` (default-
+/// constructible, derived from kiln::sdk::Backend), named `name` ([a-z0-9_]+; the
+/// file must be libkiln_<name>.so, as kiln_add_plugin names it) at plugin version
+/// `version`. Use once per plugin, at namespace scope:
+///   KILN_SDK_PLUGIN(acme::Backend, "acme", "1.2.0")
+#define KILN_SDK_PLUGIN(BackendClass, name, version)                                        \
+  static_assert(::kiln::sdk::detail::valid_backend_name(name),                              \
+                "KILN_SDK_PLUGIN: the backend name must match [a-z0-9_]+");                  \
+  extern "C" KILN_PLUGIN_EXPORT kiln_status* kiln_plugin_init(const kiln_host_api* host,    \
+                                                              const kiln_plugin_api** api) { \
+    return ::kiln::sdk::detail::plugin_init<BackendClass>(host, api, name, version);        \
+  }
+
+#endif  // KILN_SDK_PLUGIN_H

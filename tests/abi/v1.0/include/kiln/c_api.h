@@ -1,0 +1,399 @@
+/*
+ * kiln/c_api.h — the Kiln plugin ABI, version 1.0.
+ *
+ * This header is the whole contract between libkiln (the frontend) and a backend
+ * plugin. It is plain C11: opaque handles, fixed-width integers, enums with explicit
+ * values, and structs that begin with `struct_size` and only ever grow at the end.
+ * Nothing else crosses the boundary: no C++ types, no exceptions, no STL.
+ *
+ * Overview
+ * --------
+ * A plugin is a shared library named `libkiln_<name>.so` that exports exactly one
+ * symbol, `kiln_plugin_init` (type `kiln_plugin_init_fn`). The loader calls it once
+ * with a `kiln_host_api` describing itself and receives a pointer to the plugin's
+ * `kiln_plugin_api` table, which stays valid for the life of the process (plugins
+ * are never unloaded).
+ *
+ *   const kiln_plugin_api *api = NULL;
+ *   kiln_status *s = kiln_plugin_init(&host, &api);     // negotiate versions
+ *   api->device_count(api->context, &n);                 // enumerate
+ *   api->device_open(api->context, 0, &dev);             // open lazily
+ *   api->allocate(dev, bytes, 64, NULL, &buf, &ptr);     // memory
+ *   api->get_kernel(dev, "kiln.add", 1, &kernel);        // look an op up once...
+ *   kernel.run(kernel.context, &args);                   // ...call it many times
+ *
+ * Versioning (see api/README.md for the full promise)
+ * ---------------------------------------------------
+ * Both sides state the ABI major.minor they were built with. A different major is
+ * refused with a message naming both versions. Within one major, any minor works
+ * with any other: every struct carries its size, a reader touches only the fields
+ * that fit inside the size the writer reported, and a NULL function pointer means
+ * "not provided". Minor versions only append fields and enum values; nothing is
+ * ever renumbered, reordered or removed.
+ *
+ * Errors
+ * ------
+ * Every fallible call returns `kiln_status *`: NULL means success; otherwise the
+ * caller owns the status and must release it with `status->destroy(status)`.
+ * Plugins never abort and never let an exception escape.
+ *
+ * Threading
+ * ---------
+ * Plugin-level calls (`device_count`, `device_get_properties`, `device_open`) and
+ * every device-level call may be made from any thread, concurrently; a plugin that
+ * needs serialization does it itself. Work enqueued on one stream runs in enqueue
+ * order; see the stream functions for ordering across streams.
+ */
+#ifndef KILN_C_API_H
+#define KILN_C_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KILN_ABI_MAJOR 1
+#define KILN_ABI_MINOR 0
+
+/* The one symbol a plugin exports, and the file-name rule the loader uses. */
+#define KILN_PLUGIN_ENTRY_SYMBOL "kiln_plugin_init"
+#define KILN_PLUGIN_FILE_PREFIX "libkiln_"
+#define KILN_PLUGIN_FILE_SUFFIX ".so"
+
+#if defined(__GNUC__)
+#define KILN_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define KILN_PLUGIN_EXPORT
+#endif
+
+/* ------------------------------------------------------------------------------ */
+/* Status                                                                          */
+/* ------------------------------------------------------------------------------ */
+
+typedef enum kiln_status_code {
+  KILN_STATUS_OK = 0,
+  KILN_STATUS_INVALID_ARGUMENT = 1, /* bad shapes, dtypes, attributes, handles */
+  KILN_STATUS_OUT_OF_MEMORY = 2,    /* an allocation could not be satisfied */
+  KILN_STATUS_UNSUPPORTED = 3,      /* valid request this plugin cannot serve */
+  KILN_STATUS_DEVICE_ERROR = 4,     /* the device or its driver failed */
+  KILN_STATUS_INTERNAL = 5,         /* a bug in the plugin */
+  KILN_STATUS_ABI_MISMATCH = 6      /* versions or struct sizes are incompatible */
+} kiln_status_code;
+
+/* An owned error value. `message` is NUL-terminated, human-readable and names the
+ * operation (e.g. "kiln.matmul: cublasSgemm failed: CUBLAS_STATUS_NOT_SUPPORTED").
+ * The receiver releases it with `destroy(self)`, which must not be NULL. */
+typedef struct kiln_status kiln_status;
+struct kiln_status {
+  size_t struct_size;
+  int32_t code; /* kiln_status_code */
+  int32_t reserved;
+  const char *message;
+  void (*destroy)(kiln_status *self);
+};
+
+/* ------------------------------------------------------------------------------ */
+/* Data types and tensor views                                                     */
+/* ------------------------------------------------------------------------------ */
+
+typedef enum kiln_dtype {
+  KILN_DTYPE_INVALID = 0,
+  KILN_DTYPE_FLOAT32 = 1,
+  KILN_DTYPE_FLOAT64 = 2,
+  KILN_DTYPE_FLOAT16 = 3, /* IEEE 754 binary16 */
+  KILN_DTYPE_BFLOAT16 = 4,
+  KILN_DTYPE_INT32 = 5,
+  KILN_DTYPE_INT64 = 6,
+  KILN_DTYPE_UINT8 = 7,
+  KILN_DTYPE_BOOL = 8 /* one byte, 0 or 1 */
+} kiln_dtype;
+
+/* Opaque handles. Their contents belong to the plugin. */
+typedef struct kiln_device kiln_device;
+typedef struct kiln_buffer kiln_buffer;
+typedef struct kiln_stream kiln_stream;
+typedef struct kiln_event kiln_event;
+
+/* A strided view of device memory, in the manner of DLPack. Element (i0, i1, ...)
+ * lives at `(char *)data + byte_offset + sizeof(dtype) * sum(ik * strides[k])`.
+ * Strides are in elements and may be zero (broadcast) or, for inputs, any value
+ * the op's catalogue entry allows. `shape` and `strides` have `ndim` entries and
+ * are valid only for the duration of the call. ndim == 0 is a scalar (1 element);
+ * a zero in `shape` is an empty tensor (the kernel must then do nothing). */
+typedef struct kiln_tensor_view {
+  size_t struct_size;
+  void *data;
+  int64_t byte_offset;
+  const int64_t *shape;
+  const int64_t *strides;
+  int32_t ndim;
+  int32_t dtype; /* kiln_dtype */
+  kiln_device *device;
+} kiln_tensor_view;
+
+/* ------------------------------------------------------------------------------ */
+/* Ops: typed attributes, arguments, kernels                                       */
+/* ------------------------------------------------------------------------------ */
+
+typedef enum kiln_attr_type {
+  KILN_ATTR_INT = 1,    /* value.i */
+  KILN_ATTR_FLOAT = 2,  /* value.f */
+  KILN_ATTR_INTS = 3,   /* value.ints[0..count) */
+  KILN_ATTR_FLOATS = 4, /* value.floats[0..count) */
+  KILN_ATTR_STRING = 5  /* value.s, NUL-terminated */
+} kiln_attr_type;
+
+/* One named attribute. The op catalogue (api/OPS.md) fixes each op's attribute
+ * names, types and order; the frontend always passes all of them, in that order. */
+typedef struct kiln_attr {
+  const char *name;
+  int32_t type; /* kiln_attr_type */
+  int32_t reserved;
+  int64_t count; /* for INTS and FLOATS */
+  union {
+    int64_t i;
+    double f;
+    const int64_t *ints;
+    const double *floats;
+    const char *s;
+  } value;
+} kiln_attr;
+
+/* Everything one op invocation receives. Outputs are allocated by the caller with
+ * the shapes and dtypes the catalogue prescribes. `stream` NULL means the device's
+ * default stream; the kernel enqueues its work there and may return before it ends. */
+typedef struct kiln_op_args {
+  size_t struct_size;
+  const kiln_tensor_view *inputs;
+  size_t num_inputs;
+  const kiln_tensor_view *outputs;
+  size_t num_outputs;
+  const kiln_attr *attrs;
+  size_t num_attrs;
+  kiln_stream *stream;
+} kiln_op_args;
+
+typedef kiln_status *(*kiln_kernel_fn)(void *context, const kiln_op_args *args);
+
+enum {
+  /* The kernel accepts inputs with any strides (including 0 and negative). Without
+   * this flag the frontend passes contiguous row-major inputs. */
+  KILN_KERNEL_STRIDED_INPUTS = 1u << 0,
+  /* The kernel may write outputs with any non-overlapping strides. Without this
+   * flag outputs are contiguous row-major. */
+  KILN_KERNEL_STRIDED_OUTPUTS = 1u << 1
+};
+
+typedef struct kiln_kernel {
+  size_t struct_size;
+  kiln_kernel_fn run;
+  void *context;
+  /* (optional) 1 if `run` handles these particular arguments (dtypes, ranks,
+   * shapes), 0 if the frontend should fall back to the CPU plugin. NULL: the
+   * kernel handles every valid argument list of its op. Must be cheap. */
+  int32_t (*supports)(void *context, const kiln_op_args *args);
+  uint32_t flags; /* KILN_KERNEL_* */
+  uint32_t reserved;
+} kiln_kernel;
+
+/* ------------------------------------------------------------------------------ */
+/* Devices and memory                                                              */
+/* ------------------------------------------------------------------------------ */
+
+typedef enum kiln_device_kind {
+  KILN_DEVICE_KIND_CPU = 1,
+  KILN_DEVICE_KIND_GPU = 2,
+  KILN_DEVICE_KIND_ACCELERATOR = 3
+} kiln_device_kind;
+
+/* Filled by `device_get_properties`; the caller sets struct_size first and the
+ * plugin writes only fields that fit in it. Unknown values are 0. */
+typedef struct kiln_device_properties {
+  size_t struct_size;
+  char name[128];
+  int32_t kind; /* kiln_device_kind */
+  int32_t compute_capability_major;
+  int32_t compute_capability_minor;
+  int32_t multiprocessor_count; /* SMs, compute units, or CPU threads used */
+  uint64_t total_memory_bytes;
+  uint64_t free_memory_bytes;
+  uint64_t memory_alignment; /* alignment of every allocation, in bytes */
+} kiln_device_properties;
+
+/* Allocator statistics for one device; same size rule as the properties. */
+typedef struct kiln_memory_stats {
+  size_t struct_size;
+  uint64_t bytes_in_use;      /* held by live allocations */
+  uint64_t bytes_reserved;    /* obtained from the system, cached blocks included */
+  uint64_t peak_bytes_in_use; /* high-water mark of bytes_in_use */
+  uint64_t num_allocations;   /* allocate() calls that succeeded */
+  uint64_t num_system_allocations; /* times memory was obtained from the system */
+} kiln_memory_stats;
+
+typedef enum kiln_copy_kind {
+  KILN_COPY_HOST_TO_DEVICE = 1,
+  KILN_COPY_DEVICE_TO_HOST = 2,
+  KILN_COPY_DEVICE_TO_DEVICE = 3
+} kiln_copy_kind;
+
+/* ------------------------------------------------------------------------------ */
+/* The host side: what the loader hands a plugin                                   */
+/* ------------------------------------------------------------------------------ */
+
+typedef enum kiln_log_level {
+  KILN_LOG_ERROR = 0,
+  KILN_LOG_WARNING = 1,
+  KILN_LOG_INFO = 2,
+  KILN_LOG_DEBUG = 3
+} kiln_log_level;
+
+typedef struct kiln_host_api {
+  size_t struct_size;
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  const char *kiln_version; /* e.g. "0.1.0" */
+  /* Writes one line to Kiln's log if `level` <= the configured level. May be
+   * called from any thread. `plugin` is the plugin's name. */
+  void (*log)(int32_t level, const char *plugin, const char *message);
+  int32_t log_level; /* kiln_log_level currently in force */
+  int32_t reserved;
+} kiln_host_api;
+
+/* ------------------------------------------------------------------------------ */
+/* The plugin's table                                                              */
+/* ------------------------------------------------------------------------------ */
+
+typedef struct kiln_plugin_api {
+  size_t struct_size; /* sizeof(kiln_plugin_api) as the plugin was built */
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  const char *name;    /* backend name, [a-z0-9_]+, e.g. "cpu", "cuda", "acme" */
+  const char *version; /* the plugin's own version, e.g. "1.2.0" */
+  void *context;       /* passed back to the plugin-level functions */
+
+  /* -- plugin level -------------------------------------------------------------- */
+
+  /* (optional) Free-form diagnostics, e.g. why there are zero devices. The string
+   * stays valid for the life of the process. */
+  const char *(*describe)(void *context);
+  kiln_status *(*device_count)(void *context, int32_t *count);
+  kiln_status *(*device_get_properties)(void *context, int32_t index,
+                                        kiln_device_properties *properties);
+  /* Opens device `index` (0-based). Opening twice returns the same handle. Devices
+   * are never closed. */
+  kiln_status *(*device_open)(void *context, int32_t index, kiln_device **device);
+
+  /* -- memory -------------------------------------------------------------------- */
+
+  /* Allocates `bytes` (0 is valid) aligned to at least `alignment` (a power of two),
+   * usable by work on `stream` from now on. Returns an owning handle and the data
+   * pointer kernels will see. Out of memory: KILN_STATUS_OUT_OF_MEMORY with a
+   * message stating the request, the bytes in use and the bytes reserved. */
+  kiln_status *(*allocate)(kiln_device *device, size_t bytes, size_t alignment,
+                           kiln_stream *stream, kiln_buffer **buffer, void **data);
+  /* Releases a buffer once the work already enqueued on `stream` is done with it. */
+  kiln_status *(*deallocate)(kiln_device *device, kiln_buffer *buffer,
+                             kiln_stream *stream);
+  kiln_status *(*memory_stats)(kiln_device *device, kiln_memory_stats *stats);
+  /* (optional) Returns cached, unused memory to the system. */
+  kiln_status *(*empty_cache)(kiln_device *device);
+
+  /* Copies `bytes` contiguous bytes, ordered on `stream`. Host memory is ordinary
+   * pageable memory: for HOST_TO_DEVICE the source may be reused as soon as the
+   * call returns; for DEVICE_TO_HOST the destination holds the data when the call
+   * returns. DEVICE_TO_DEVICE copies within this device. */
+  kiln_status *(*copy)(kiln_device *device, kiln_stream *stream, int32_t kind,
+                       void *dst, const void *src, size_t bytes);
+
+  /* -- streams and events -------------------------------------------------------- */
+  /* Work on one stream runs in order. `stream_wait_event(s, e)` makes all work
+   * enqueued on `s` after the call wait until the work recorded by `e` is done.
+   * A NULL stream is the device's default stream. The event functions are
+   * optional as a group: a plugin that runs everything synchronously may leave
+   * them NULL. */
+
+  kiln_status *(*stream_create)(kiln_device *device, kiln_stream **stream);
+  kiln_status *(*stream_destroy)(kiln_device *device, kiln_stream *stream);
+  /* Blocks the calling thread until all work enqueued on `stream` is done, and
+   * reports any asynchronous error that work produced. */
+  kiln_status *(*stream_synchronize)(kiln_device *device, kiln_stream *stream);
+  kiln_status *(*event_create)(kiln_device *device, kiln_event **event);
+  kiln_status *(*event_destroy)(kiln_device *device, kiln_event *event);
+  kiln_status *(*event_record)(kiln_device *device, kiln_event *event,
+                               kiln_stream *stream);
+  kiln_status *(*stream_wait_event)(kiln_device *device, kiln_stream *stream,
+                                    kiln_event *event);
+  kiln_status *(*event_synchronize)(kiln_device *device, kiln_event *event);
+
+  /* -- ops ----------------------------------------------------------------------- */
+
+  /* Looks up the kernel for catalogue op `name` at `version` (see api/OPS.md) on
+   * `device`, filling `*kernel` (whose struct_size the caller sets). An op the
+   * plugin does not provide is not an error: return NULL and leave kernel->run
+   * NULL. The frontend calls this once per (device, op) and caches the result. */
+  kiln_status *(*get_kernel)(kiln_device *device, const char *name, int32_t version,
+                             kiln_kernel *kernel);
+
+  /* (optional) Extension tables by name, e.g. "kiln.collectives.v1" (a later minor
+   * version). NULL when the extension is not provided. */
+  const void *(*get_extension)(void *context, const char *name);
+} kiln_plugin_api;
+
+/* The entry point. `host` describes the loader; on success `*api` points to a table
+ * that lives as long as the process. The plugin must check `host->abi_major` and
+ * return KILN_STATUS_ABI_MISMATCH (naming both versions) if it differs. */
+typedef kiln_status *(*kiln_plugin_init_fn)(const kiln_host_api *host,
+                                            const kiln_plugin_api **api);
+
+/* ------------------------------------------------------------------------------ */
+/* Pinned layouts of ABI 1.0. Changing any of these breaks every released plugin.  */
+/* ------------------------------------------------------------------------------ */
+
+/* The smallest table a 1.x loader accepts: everything up to and including
+ * get_extension, as released in 1.0. */
+#define KILN_PLUGIN_API_SIZE_1_0 ((size_t)(offsetof(kiln_plugin_api, get_extension) + sizeof(void *)))
+#define KILN_KERNEL_SIZE_1_0 ((size_t)(offsetof(kiln_kernel, reserved) + sizeof(uint32_t)))
+#define KILN_OP_ARGS_SIZE_1_0 ((size_t)(offsetof(kiln_op_args, stream) + sizeof(void *)))
+#define KILN_TENSOR_VIEW_SIZE_1_0 ((size_t)(offsetof(kiln_tensor_view, device) + sizeof(void *)))
+#define KILN_HOST_API_SIZE_1_0 ((size_t)(offsetof(kiln_host_api, reserved) + sizeof(int32_t)))
+
+/* ------------------------------------------------------------------------------ */
+/* Small inline helpers for kernels                                                */
+/* ------------------------------------------------------------------------------ */
+
+/* Returns the attribute called `name`, or NULL. */
+static inline const kiln_attr *kiln_find_attr(const kiln_op_args *args, const char *name) {
+  for (size_t i = 0; i < args->num_attrs; ++i) {
+    const char *a = args->attrs[i].name;
+    const char *b = name;
+    while (*a && *a == *b) {
+      ++a;
+      ++b;
+    }
+    if (*a == *b) return &args->attrs[i];
+  }
+  return NULL;
+}
+
+/* Size in bytes of one element of `dtype`, or 0 for an unknown dtype. */
+static inline size_t kiln_dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case KILN_DTYPE_FLOAT64:
+    case KILN_DTYPE_INT64: return 8;
+    case KILN_DTYPE_FLOAT32:
+    case KILN_DTYPE_INT32: return 4;
+    case KILN_DTYPE_FLOAT16:
+    case KILN_DTYPE_BFLOAT16: return 2;
+    case KILN_DTYPE_UINT8:
+    case KILN_DTYPE_BOOL: return 1;
+    default: return 0;
+  }
+}
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KILN_C_API_H */

@@ -1,0 +1,265 @@
+#include "device.h"
+
+#include <cstdio>
+
+#include "allocator.h"
+#include "error_flags.h"
+#include "kernels/registry.h"
+#include "kiln/sdk/status.h"
+#include "staging.h"
+
+namespace kiln::cuda {
+
+// -- EventPool ---------------------------------------------------------------------------
+
+cudaEvent_t EventPool::get() {
+  {
+    std::lock_guard lock(mutex_);
+    if (!free_.empty()) {
+      cudaEvent_t event = free_.back();
+      free_.pop_back();
+      return event;
+    }
+  }
+  device_.make_current();
+  cudaEvent_t event = nullptr;
+  if (const cudaError_t status = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+      status != cudaSuccess) {
+    device_.fail(status, "cudaEventCreateWithFlags");
+  }
+  return event;
+}
+
+void EventPool::put(cudaEvent_t event) noexcept {
+  if (event == nullptr) return;
+  try {
+    std::lock_guard lock(mutex_);
+    free_.push_back(event);
+  } catch (...) {
+    cudaEventDestroy(event);  // no room to keep it: give it back instead
+  }
+}
+
+// -- Device ------------------------------------------------------------------------------
+
+Device::Device(int32_t index, int ordinal, const cudaDeviceProp& properties, const Config& config)
+    : index_(index),
+      ordinal_(ordinal),
+      properties_(properties),
+      config_(config),
+      label_("cuda:" + std::to_string(index)),
+      events_(*this) {}
+
+Device::~Device() = default;
+
+void Device::make_current() const {
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess || current != ordinal_) {
+    if (const cudaError_t status = cudaSetDevice(ordinal_); status != cudaSuccess) {
+      fail(status, "cudaSetDevice");
+    }
+  }
+}
+
+void Device::open() {
+  if (is_open()) return;
+  std::lock_guard lock(open_mutex_);
+  if (is_open()) return;
+  open_locked();
+  open_.store(true, std::memory_order_release);
+}
+
+void Device::open_locked() {
+  make_current();
+  // cudaFree(nullptr) is the classic way to create the primary context now, so its
+  // cost (and a driver problem) shows up here, at device_open, not in the first op.
+  if (const cudaError_t status = cudaFree(nullptr); status != cudaSuccess) {
+    fail(status, "creating the CUDA context");
+  }
+  if (default_stream_ == nullptr) {
+    if (const cudaError_t status =
+            cudaStreamCreateWithFlags(&default_stream_, cudaStreamNonBlocking);
+        status != cudaSuccess) {
+      default_stream_ = nullptr;
+      fail(status, "creating the default stream");
+    }
+  }
+  if (check_stream_ == nullptr) {
+    if (const cudaError_t status = cudaStreamCreateWithFlags(&check_stream_, cudaStreamNonBlocking);
+        status != cudaSuccess) {
+      check_stream_ = nullptr;
+      fail(status, "creating the error-check stream");
+    }
+  }
+  if (!error_flags_) {
+    auto flags = std::make_unique<ErrorFlags>(*this);
+    flags->init();
+    error_flags_ = std::move(flags);
+  }
+  empty_allocation_ = error_flags_->spare_device_bytes();
+  if (!allocator_) allocator_ = make_allocator(config_.allocator, *this);
+  if (!staging_) staging_ = std::make_unique<Staging>(*this);
+  if (bindings_.empty()) {
+    const KernelList& entries = kernel_table().entries();
+    bindings_.reserve(entries.size());
+    for (const KernelEntry& entry : entries) bindings_.push_back(Binding{&entry, this});
+  }
+}
+
+namespace {
+
+// Errors a kernel leaves behind, which every later CUDA call then reports.
+bool is_sticky(cudaError_t status) {
+  switch (status) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchTimeout:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+[[noreturn]] void Device::fail(cudaError_t status, const char* what) const {
+  // Errors that are not sticky stay in the runtime's "last error" until read: clear
+  // them so the next op does not report them as its own. (A sticky error, such as an
+  // illegal address, cannot be cleared and will be reported by every later call.)
+  cudaGetLastError();
+  const char* last = last_op_.load(std::memory_order_relaxed);
+  std::string message = sdk::str_cat(what, " on ", label_, ": ", cudaGetErrorString(status), " (",
+                                     cudaGetErrorName(status), ")");
+  if (last != nullptr) message += sdk::str_cat("; last op enqueued: ", last);
+  if (is_sticky(status)) {
+    message += config_.sync_after_ops
+                   ? "; the device is unusable until the process restarts"
+                   : "; this error comes from earlier GPU work, not necessarily that op: rerun "
+                     "with KILN_CUDA_SYNC=1 to stop at the op that caused it";
+  }
+  throw sdk::Error(KILN_STATUS_DEVICE_ERROR, message);
+}
+
+void Device::wait_stream(cudaStream_t stream, const char* what) {
+  count_host_wait();
+  if (const cudaError_t status = cudaStreamSynchronize(stream); status != cudaSuccess) {
+    fail(status, what);
+  }
+}
+
+void Device::wait_event(cudaEvent_t event, const char* what) {
+  count_host_wait();
+  if (const cudaError_t status = cudaEventSynchronize(event); status != cudaSuccess) {
+    fail(status, what);
+  }
+}
+
+void Device::wait_device(const char* what) {
+  make_current();
+  count_host_wait();
+  if (const cudaError_t status = cudaDeviceSynchronize(); status != cudaSuccess) {
+    fail(status, what);
+  }
+}
+
+bool Device::event_done(cudaEvent_t event) {
+  const cudaError_t status = cudaEventQuery(event);
+  if (status == cudaSuccess) return true;
+  if (status != cudaErrorNotReady) fail(status, "cudaEventQuery");
+  // "Not ready" is an answer, not an error; make sure it is not left behind as the
+  // runtime's last error for the next op's launch check to find.
+  if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
+  return false;
+}
+
+void Device::record_event(cudaEvent_t event, cudaStream_t stream, const char* what) {
+  if (const cudaError_t status = cudaEventRecord(event, stream); status != cudaSuccess) {
+    fail(status, what);
+  }
+}
+
+Device::Counters Device::counters() const noexcept {
+  return {host_syncs_.load(std::memory_order_relaxed), op_calls_.load(std::memory_order_relaxed),
+          flag_reads_.load(std::memory_order_relaxed)};
+}
+
+// -- library handles -----------------------------------------------------------------------
+//
+// One handle per (thread, device), created on first use and kept for the thread's
+// life: a handle carries a stream, so two threads sharing one would race on it.
+// They are not destroyed at thread exit: that may run after the CUDA runtime has
+// shut down (the main thread's thread_local destructors run during exit), where
+// destroying them could crash the process on its way out.
+
+namespace {
+
+template <class Handle>
+Handle& slot_for(std::vector<Handle>& slots, int32_t index) {
+  if (slots.size() <= static_cast<size_t>(index)) slots.resize(static_cast<size_t>(index) + 1);
+  return slots[static_cast<size_t>(index)];
+}
+
+thread_local std::vector<cublasHandle_t> cublas_handles;
+thread_local std::vector<cublasLtHandle_t> cublaslt_handles;
+thread_local std::vector<cudnnHandle_t> cudnn_handles;
+
+}  // namespace
+
+cublasHandle_t Device::cublas_handle() {
+  cublasHandle_t& handle = slot_for(cublas_handles, index_);
+  if (handle == nullptr) {
+    make_current();
+    check(cublasCreate(&handle), "cublasCreate");
+  }
+  return handle;
+}
+
+cublasLtHandle_t Device::cublaslt_handle() {
+  cublasLtHandle_t& handle = slot_for(cublaslt_handles, index_);
+  if (handle == nullptr) {
+    make_current();
+    check(cublasLtCreate(&handle), "cublasLtCreate");
+  }
+  return handle;
+}
+
+cudnnHandle_t Device::cudnn_handle() {
+  cudnnHandle_t& handle = slot_for(cudnn_handles, index_);
+  if (handle == nullptr) {
+    make_current();
+    check(cudnnCreate(&handle), "cudnnCreate");
+  }
+  return handle;
+}
+
+// -- handles and helpers ---------------------------------------------------------------------
+
+Device& from_handle(kiln_device* device) {
+  auto* d = reinterpret_cast<Device*>(device);
+  KILN_SDK_CHECK(d != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null device handle");
+  KILN_SDK_CHECK(d->valid(), KILN_STATUS_INVALID_ARGUMENT, "not a CUDA device handle");
+  KILN_SDK_CHECK(d->is_open(), KILN_STATUS_INVALID_ARGUMENT, d->label(),
+                 " has not been opened (device_open)");
+  return *d;
+}
+
+std::string human_bytes(uint64_t bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 6) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+  return text;
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,185 @@
+// device.h — one GPU as the plugin sees it: its CUDA ordinal and properties, and,
+// once opened, its default stream, allocator, pinned staging, device-error slots,
+// event pool, library handles and the kernel bindings get_kernel hands out.
+//
+// A Device is created for every usable GPU when the plugin loads, without touching
+// the GPU; `open()` (device_open) creates the CUDA context and everything else, once.
+// Devices are never closed or destroyed: plugins are never unloaded, and tensors
+// freed during static destruction must still find their device.
+//
+// Every call that works on the device makes it current first (`make_current`): Kiln
+// never relies on the calling thread's current device, and leaves it set to the
+// device it last used.
+#ifndef KILN_CUDA_DEVICE_H
+#define KILN_CUDA_DEVICE_H
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kiln/c_api.h"
+#include "launch.h"
+#include "plugin_state.h"
+
+namespace kiln::cuda {
+
+class Allocator;
+class ErrorFlags;
+class Staging;
+
+/// What get_kernel hands out as a kernel's context: the entry and the device, so a
+/// call (whose arguments carry only the stream) knows both.
+struct Binding {
+  const KernelEntry* entry;
+  Device* device;
+};
+
+/// Reusable cudaEvent_t (timing disabled) of one device. Thread-safe.
+class EventPool {
+ public:
+  explicit EventPool(Device& device) : device_(device) {}
+  /// An event of this device; throws on CUDA failure.
+  cudaEvent_t get();
+  /// Returns an event (recorded or not) for reuse. Never throws.
+  void put(cudaEvent_t event) noexcept;
+
+ private:
+  Device& device_;
+  std::mutex mutex_;
+  std::vector<cudaEvent_t> free_;
+};
+
+class Device {
+ public:
+  Device(int32_t index, int ordinal, const cudaDeviceProp& properties, const Config& config);
+  ~Device();  // never runs in practice: devices live as long as the process
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  int32_t index() const noexcept { return index_; }
+  int ordinal() const noexcept { return ordinal_; }
+  const cudaDeviceProp& properties() const noexcept { return properties_; }
+  const Config& config() const noexcept { return config_; }
+  /// "cuda:0", for messages.
+  const std::string& label() const noexcept { return label_; }
+  /// True for handles this plugin made (a cheap guard against foreign pointers).
+  bool valid() const noexcept { return tag_ == kTag; }
+
+  /// Creates the context and the per-device machinery on the first call; later calls
+  /// return at once. Thread-safe; throws kiln::sdk::Error (DEVICE_ERROR) on failure,
+  /// and a later call tries again.
+  void open();
+  bool is_open() const noexcept { return open_.load(std::memory_order_acquire); }
+
+  /// Makes this device the calling thread's current CUDA device.
+  void make_current() const;
+
+  /// The device's default stream: created non-blocking, so it never serializes with
+  /// the legacy stream 0 that other code in the process may use.
+  cudaStream_t default_stream() const noexcept { return default_stream_; }
+  /// An internal stream used only to read device-error slots back after an
+  /// event_synchronize.
+  cudaStream_t check_stream() const noexcept { return check_stream_; }
+
+  Allocator& allocator() noexcept { return *allocator_; }
+  ErrorFlags& error_flags() noexcept { return *error_flags_; }
+  Staging& staging() noexcept { return *staging_; }
+  EventPool& events() noexcept { return events_; }
+  /// One binding per entry of kernel_table(), in its order.
+  const std::vector<Binding>& bindings() const noexcept { return bindings_; }
+  /// A valid device pointer for 0-byte allocations (never read or written).
+  void* empty_allocation() const noexcept { return empty_allocation_; }
+
+  /// Library handles of the calling thread for this device, created on first use
+  /// (one per thread, so threads driving one device never race on a handle's stream).
+  cublasHandle_t cublas_handle();
+  cublasLtHandle_t cublaslt_handle();
+  cudnnHandle_t cudnn_handle();
+
+  // -- host waits: every place the plugin blocks the calling thread on GPU work ------
+  // Each counts one host synchronization (see the kiln.cuda.debug extension) and
+  // turns a CUDA error into kiln::sdk::Error naming `what`, the device, and the last
+  // op enqueued on it.
+  void wait_stream(cudaStream_t stream, const char* what);
+  void wait_event(cudaEvent_t event, const char* what);
+  void wait_device(const char* what);
+  /// Counts a host wait done elsewhere (a synchronous CUDA call).
+  void count_host_wait() noexcept { host_syncs_.fetch_add(1, std::memory_order_relaxed); }
+
+  /// Whether the work `event` recorded is done, without waiting (cudaEventQuery).
+  bool event_done(cudaEvent_t event);
+  /// cudaEventRecord(event, stream); throws naming `what` on failure.
+  void record_event(cudaEvent_t event, cudaStream_t stream, const char* what);
+
+  /// Records that `op` was enqueued (for counters and error messages).
+  void note_op(const char* op) noexcept {
+    op_calls_.fetch_add(1, std::memory_order_relaxed);
+    last_op_.store(op, std::memory_order_relaxed);
+  }
+  /// Throws DEVICE_ERROR "<what> on cuda:N: <CUDA error> (last op enqueued: ...)"
+  /// for a failed CUDA call (clearing the runtime's error state when it can be).
+  [[noreturn]] void fail(cudaError_t status, const char* what) const;
+
+  /// Live streams created through stream_create: while there are none, memory is
+  /// only ever used on the default stream and frees need no event.
+  std::atomic<int32_t>& user_streams() noexcept { return user_streams_; }
+
+  struct Counters {
+    uint64_t host_synchronizations;
+    uint64_t op_calls;
+    uint64_t error_flag_readbacks;
+  };
+  Counters counters() const noexcept;
+  void count_error_readback() noexcept { flag_reads_.fetch_add(1, std::memory_order_relaxed); }
+
+  static constexpr size_t kAlignment = 256;  // of every allocation (cudaMalloc's guarantee)
+
+ private:
+  static constexpr uint32_t kTag = 0x43554441u;  // "CUDA"
+  void open_locked();
+
+  uint32_t tag_ = kTag;
+  int32_t index_;
+  int ordinal_;
+  cudaDeviceProp properties_;
+  Config config_;
+  std::string label_;
+
+  std::mutex open_mutex_;
+  std::atomic<bool> open_{false};
+  cudaStream_t default_stream_ = nullptr;
+  cudaStream_t check_stream_ = nullptr;
+  void* empty_allocation_ = nullptr;
+  EventPool events_;
+  std::unique_ptr<Allocator> allocator_;
+  std::unique_ptr<ErrorFlags> error_flags_;
+  std::unique_ptr<Staging> staging_;
+  std::vector<Binding> bindings_;
+
+  std::atomic<int32_t> user_streams_{0};
+  std::atomic<uint64_t> host_syncs_{0};
+  std::atomic<uint64_t> op_calls_{0};
+  std::atomic<uint64_t> flag_reads_{0};
+  std::atomic<const char*> last_op_{nullptr};
+};
+
+inline kiln_device* to_handle(Device* device) { return reinterpret_cast<kiln_device*>(device); }
+
+/// The opened Device behind a handle; throws INVALID_ARGUMENT for NULL or a handle
+/// this plugin did not make.
+Device& from_handle(kiln_device* device);
+
+/// "1.5 GiB", for messages.
+std::string human_bytes(uint64_t bytes);
+
+}  // namespace kiln::cuda
+
+#endif  // KILN_CUDA_DEVICE_H

@@ -1,0 +1,44 @@
+// dispatch.h — how get_kernel's kernels run: the per-call wrapper around every
+// KernelEntry::impl, and the bookkeeping behind Launch.
+//
+// get_kernel returns `run_bound_kernel` with a Binding (entry + device) as context.
+// Each call:
+//   1. makes the device current and resolves the stream (NULL: the device's default
+//      stream);
+//   2. opens an NVTX range named after the op, so Nsight timelines read like the
+//      program;
+//   3. runs impl inside sdk::guard, so every error message starts with the op's name;
+//   4. releases the call's scratch memory on the stream (after the work enqueued);
+//   5. checks cudaGetLastError, so a failed launch is reported by the op that made it;
+//   6. under KILN_CUDA_SYNC=1, waits for the stream and reports the CUDA error or the
+//      op's device-side error (error_flags.h) right there.
+// Nothing else waits for the GPU.
+#ifndef KILN_CUDA_DISPATCH_H
+#define KILN_CUDA_DISPATCH_H
+
+#include <vector>
+
+#include "allocator.h"
+#include "error_flags.h"
+#include "kiln/c_api.h"
+#include "launch.h"
+
+namespace kiln::cuda {
+
+/// What one kernel call collects while it runs (Launch points at it).
+struct LaunchState {
+  const char* op = nullptr;          // catalogue name, lives for the process
+  std::vector<Allocation*> scratch;  // released on the stream when the call ends
+  ErrorSlot* slot = nullptr;         // acquired on the first error_flag() call
+};
+
+/// The kiln_kernel.run of every kernel; `context` is a Binding.
+kiln_status* run_bound_kernel(void* context, const kiln_op_args* args) noexcept;
+
+/// Answers get_kernel for `device`: fills the fields of `kernel` that fit in its
+/// struct_size; an unknown op or version leaves `run` NULL (not an error).
+void lookup_kernel(Device& device, const char* name, int32_t version, kiln_kernel* kernel);
+
+}  // namespace kiln::cuda
+
+#endif  // KILN_CUDA_DISPATCH_H

@@ -1,0 +1,112 @@
+// Elementwise arithmetic: add, sub, mul, div, pow, maximum, minimum. Integers wrap
+// (unsigned arithmetic keeps that defined); maximum/minimum give NaN when either
+// operand is NaN.
+#include "kernels/elementwise.cuh"
+#include "kernels/registry.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+template <class T, bool = std::is_integral_v<T>>
+struct Wrap {
+  using type = T;
+};
+template <class T>
+struct Wrap<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+template <class T>
+using wrap_t = typename Wrap<T>::type;
+
+struct Add {
+  template <class T>
+  __device__ T operator()(T a, T b) const {
+    return static_cast<T>(wrap_t<T>(a) + wrap_t<T>(b));
+  }
+};
+struct Sub {
+  template <class T>
+  __device__ T operator()(T a, T b) const {
+    return static_cast<T>(wrap_t<T>(a) - wrap_t<T>(b));
+  }
+};
+struct Mul {
+  template <class T>
+  __device__ T operator()(T a, T b) const {
+    return static_cast<T>(wrap_t<T>(a) * wrap_t<T>(b));
+  }
+};
+struct Div {
+  template <class T>
+  __device__ T operator()(T a, T b) const {
+    return a / b;
+  }
+};
+__device__ __forceinline__ float m_pow(float a, float b) { return powf(a, b); }
+__device__ __forceinline__ double m_pow(double a, double b) { return pow(a, b); }
+struct Pow {
+  template <class T>
+  __device__ T operator()(T a, T b) const {
+    return m_pow(a, b);
+  }
+};
+struct Maximum {  // a NaN `a` is kept; a NaN `b` wins because a > b is false
+  template <class T>
+  __device__ T operator()(T a, T b) const {
+    return (is_nan(a) || a > b) ? a : b;
+  }
+};
+struct Minimum {
+  template <class T>
+  __device__ T operator()(T a, T b) const {
+    return (is_nan(a) || a < b) ? a : b;
+  }
+};
+
+template <class Op, class... Lists>
+void arithmetic_impl(const OpArgs& args, const Launch& launch) {
+  args.expect_counts(2, 1);
+  const Tensor a = args.input(0), b = args.input(1), y = args.output(0);
+  expect_same_shape(a, y, "a");
+  expect_same_shape(b, y, "b");
+  expect_dtype(b, a.dtype, "b");
+  expect_dtype(y, a.dtype, "y");
+  const Tensor* ops[3] = {&y, &a, &b};
+  if (!dispatch<Lists...>(a.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        run_elementwise<T, T, T>(launch, ops, Op{});
+      })) {
+    unsupported_dtype(a.dtype);
+  }
+}
+
+int32_t supports_float(void*, const kiln_op_args* args) {
+  const kiln_dtype d = input_dtype(args, 0);
+  return is_float_dtype(d) && input_dtype(args, 1) == d && output_dtype(args, 0) == d;
+}
+
+int32_t supports_float_int(void*, const kiln_op_args* args) {
+  const kiln_dtype d = input_dtype(args, 0);
+  return (is_float_dtype(d) || is_int_dtype(d)) && input_dtype(args, 1) == d &&
+         output_dtype(args, 0) == d;
+}
+
+template <class Op>
+constexpr KernelImpl float_int = &arithmetic_impl<Op, FloatTypes, IntTypes>;
+template <class Op>
+constexpr KernelImpl float_only = &arithmetic_impl<Op, FloatTypes>;
+
+}  // namespace
+
+void add_binary_kernels(KernelList& list) {
+  list.push_back({"kiln.add", float_int<Add>, &supports_float_int, kStridedInOut});
+  list.push_back({"kiln.sub", float_int<Sub>, &supports_float_int, kStridedInOut});
+  list.push_back({"kiln.mul", float_int<Mul>, &supports_float_int, kStridedInOut});
+  list.push_back({"kiln.maximum", float_int<Maximum>, &supports_float_int, kStridedInOut});
+  list.push_back({"kiln.minimum", float_int<Minimum>, &supports_float_int, kStridedInOut});
+  list.push_back({"kiln.div", float_only<Div>, &supports_float, kStridedInOut});
+  list.push_back({"kiln.pow", float_only<Pow>, &supports_float, kStridedInOut});
+}
+
+}  // namespace kiln::cuda

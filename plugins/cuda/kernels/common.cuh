@@ -1,0 +1,224 @@
+// kernels/common.cuh — what every CUDA kernel file shares: Kiln's dtypes as C++
+// types, the conversion rules of kiln.copy (on host and device alike), dtype dispatch,
+// launch geometry and device-side error reporting.
+//
+// Storage types: float, double, sdk::float16, sdk::bfloat16, int32_t, int64_t,
+// uint8_t and bool (one byte, 0 or 1). Half types compute in float32: `compute_t<T>`
+// is float for them and T otherwise, `load` widens and `convert` rounds once. The half
+// conversions are the SDK's own (kiln/sdk/half.h), so a value rounds to the same bits
+// here as on the CPU plugin.
+//
+// Dispatch turns a runtime dtype into a template instantiation, restricted to the
+// type lists an op supports, so only what the catalogue needs is compiled:
+//
+//   bool handled = dispatch<FloatTypes, SignedIntTypes>(x.dtype, [&](auto tag) {
+//     using T = typename decltype(tag)::type;
+//     run_elementwise<T, T>(launch, operands, Relu{});
+//   });  // false: the dtype is not in the lists
+#ifndef KILN_CUDA_KERNELS_COMMON_CUH
+#define KILN_CUDA_KERNELS_COMMON_CUH
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kiln/c_api.h"
+#include "kiln/sdk/half.h"
+#include "kiln/sdk/op_args.h"
+#include "kiln/sdk/status.h"
+#include "launch.h"
+
+namespace kiln::cuda {
+
+using sdk::bfloat16;
+using sdk::dtype_name;
+using sdk::expect_contiguous;
+using sdk::expect_dtype;
+using sdk::expect_same_shape;
+using sdk::float16;
+using sdk::input_dtype;
+using sdk::OpArgs;
+using sdk::output_dtype;
+using sdk::Tensor;
+using sdk::unsupported_dtype;
+
+inline constexpr uint32_t kStridedInOut = KILN_KERNEL_STRIDED_INPUTS | KILN_KERNEL_STRIDED_OUTPUTS;
+
+// -- types ---------------------------------------------------------------------------------
+
+template <class T>
+struct TypeTag {
+  using type = T;
+};
+
+template <class... Ts>
+struct TypeList {};
+
+using FloatTypes = TypeList<float, double, float16, bfloat16>;
+using IntTypes = TypeList<int32_t, int64_t, uint8_t>;
+using SignedIntTypes = TypeList<int32_t, int64_t>;
+using BoolTypes = TypeList<bool>;
+using AllTypes = TypeList<float, double, float16, bfloat16, int32_t, int64_t, uint8_t, bool>;
+
+template <class T>
+inline constexpr bool is_half_v = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
+
+template <class T>
+inline constexpr bool is_floating_v = std::is_floating_point_v<T> || is_half_v<T>;
+
+template <class T>
+using compute_t = std::conditional_t<is_half_v<T>, float, T>;
+
+template <class T>
+constexpr kiln_dtype dtype_of() {
+  if constexpr (std::is_same_v<T, float>)
+    return KILN_DTYPE_FLOAT32;
+  else if constexpr (std::is_same_v<T, double>)
+    return KILN_DTYPE_FLOAT64;
+  else if constexpr (std::is_same_v<T, float16>)
+    return KILN_DTYPE_FLOAT16;
+  else if constexpr (std::is_same_v<T, bfloat16>)
+    return KILN_DTYPE_BFLOAT16;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return KILN_DTYPE_INT32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return KILN_DTYPE_INT64;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return KILN_DTYPE_UINT8;
+  else if constexpr (std::is_same_v<T, bool>)
+    return KILN_DTYPE_BOOL;
+  else
+    static_assert(sizeof(T) == 0, "not a Kiln storage type");
+}
+
+inline bool is_float_dtype(kiln_dtype d) {
+  return d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64 || d == KILN_DTYPE_FLOAT16 ||
+         d == KILN_DTYPE_BFLOAT16;
+}
+
+inline bool is_int_dtype(kiln_dtype d) {
+  return d == KILN_DTYPE_INT32 || d == KILN_DTYPE_INT64 || d == KILN_DTYPE_UINT8;
+}
+
+// -- values ----------------------------------------------------------------------------------
+
+/// The value of `v` as computations on T see it (float for half types).
+template <class T>
+KILN_HOST_DEVICE inline compute_t<T> load(T v) {
+  return static_cast<compute_t<T>>(v);
+}
+
+/// True for NaN; constant false for types without NaN.
+template <class T>
+KILN_HOST_DEVICE inline bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return v != v;
+  else
+    return false;
+}
+
+/// kiln.copy's conversion of one value: float→int truncates toward zero (out of range
+/// is undefined, as OPS.md allows), anything→bool is `x != 0`, bool→number is 0/1,
+/// and conversions to half types round once to nearest even (from double directly).
+template <class To, class From>
+KILN_HOST_DEVICE inline To convert(From v) {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (std::is_same_v<To, bool>) {
+    if constexpr (is_half_v<From>)
+      return static_cast<float>(v) != 0.0f;
+    else
+      return v != From(0);
+  } else if constexpr (is_half_v<From>) {
+    return convert<To>(static_cast<float>(v));  // widening is exact
+  } else if constexpr (is_half_v<To>) {
+    if constexpr (std::is_same_v<From, float> || std::is_same_v<From, double>)
+      return To(v);
+    else
+      return To(static_cast<double>(v));  // exact for every integer a half type can hold
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+// -- dispatch (host) ----------------------------------------------------------------------------
+
+template <class... Ts, class F>
+bool dispatch_list(kiln_dtype dtype, TypeList<Ts...>, F&& fn) {
+  bool handled = false;
+  ((dtype == dtype_of<Ts>() ? (fn(TypeTag<Ts>{}), handled = true) : false), ...);
+  return handled;
+}
+
+/// Calls fn(TypeTag<T>{}) for the T of `dtype` if it is in one of the lists; returns
+/// whether it did.
+template <class... Lists, class F>
+bool dispatch(kiln_dtype dtype, F&& fn) {
+  return (dispatch_list(dtype, Lists{}, fn) || ...);
+}
+
+/// Unsigned type of one element's size, for kernels that only move bytes.
+template <size_t Size>
+using bits_t = std::conditional_t<
+    Size == 1, uint8_t,
+    std::conditional_t<Size == 2, uint16_t, std::conditional_t<Size == 4, uint32_t, uint64_t>>>;
+
+/// Calls fn(TypeTag<bits_t<size>>{}) for element sizes 1, 2, 4, 8; false otherwise.
+template <class F>
+bool dispatch_by_size(size_t size, F&& fn) {
+  switch (size) {
+    case 1:
+      fn(TypeTag<uint8_t>{});
+      return true;
+    case 2:
+      fn(TypeTag<uint16_t>{});
+      return true;
+    case 4:
+      fn(TypeTag<uint32_t>{});
+      return true;
+    case 8:
+      fn(TypeTag<uint64_t>{});
+      return true;
+    default:
+      return false;
+  }
+}
+
+// -- launch geometry ------------------------------------------------------------------------------
+
+inline constexpr int kThreads = 256;
+
+/// Blocks for a grid-stride loop over `items`: enough to fill every SM a few times
+/// over, no more (extra blocks would only pay their launch and exit).
+inline unsigned grid_for(int64_t items, const Launch& launch) {
+  const int64_t wanted = (items + kThreads - 1) / kThreads;
+  const int64_t cap = static_cast<int64_t>(launch.multiprocessor_count()) * 16;
+  return static_cast<unsigned>(wanted < 1 ? 1 : (wanted < cap ? wanted : cap));
+}
+
+/// Grid-stride loop bounds for the calling thread.
+__device__ __forceinline__ int64_t global_thread() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ int64_t grid_threads() {
+  return static_cast<int64_t>(gridDim.x) * blockDim.x;
+}
+
+// -- device-side errors ---------------------------------------------------------------------------
+
+/// Reports a data-dependent error found by a kernel (launch.h): the first thread to
+/// claim the flag writes the details; the runtime raises the error at the next
+/// synchronization point, naming the op.
+__device__ __forceinline__ void report_device_error(int32_t* flag, int64_t* detail, int32_t code,
+                                                    int64_t a, int64_t b, int64_t c) {
+  if (atomicCAS(flag, 0, code) == 0) {
+    detail[0] = a;
+    detail[1] = b;
+    detail[2] = c;
+  }
+}
+
+}  // namespace kiln::cuda
+
+#endif  // KILN_CUDA_KERNELS_COMMON_CUH

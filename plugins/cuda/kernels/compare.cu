@@ -1,0 +1,116 @@
+// Comparisons (eq, ne, lt, le, gt, ge), logical_and / logical_or, and where.
+// Comparisons and logical ops take any one input dtype and write bool; half types
+// compare as float32, which is exact.
+#include "kernels/elementwise.cuh"
+#include "kernels/registry.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+struct Eq {
+  template <class T>
+  __device__ bool operator()(T a, T b) const {
+    return a == b;
+  }
+};
+struct Ne {
+  template <class T>
+  __device__ bool operator()(T a, T b) const {
+    return a != b;
+  }
+};
+struct Lt {
+  template <class T>
+  __device__ bool operator()(T a, T b) const {
+    return a < b;
+  }
+};
+struct Le {
+  template <class T>
+  __device__ bool operator()(T a, T b) const {
+    return a <= b;
+  }
+};
+struct Gt {
+  template <class T>
+  __device__ bool operator()(T a, T b) const {
+    return a > b;
+  }
+};
+struct Ge {
+  template <class T>
+  __device__ bool operator()(T a, T b) const {
+    return a >= b;
+  }
+};
+struct LogicalAnd {
+  template <class T>
+  __device__ bool operator()(T a, T b) const {
+    return (a != T(0)) & (b != T(0));
+  }
+};
+struct LogicalOr {
+  template <class T>
+  __device__ bool operator()(T a, T b) const {
+    return (a != T(0)) | (b != T(0));
+  }
+};
+
+template <class Op>
+void predicate_impl(const OpArgs& args, const Launch& launch) {
+  args.expect_counts(2, 1);
+  const Tensor a = args.input(0), b = args.input(1), y = args.output(0);
+  expect_same_shape(a, y, "a");
+  expect_same_shape(b, y, "b");
+  expect_dtype(b, a.dtype, "b");
+  expect_dtype(y, KILN_DTYPE_BOOL, "y");
+  const Tensor* ops[3] = {&y, &a, &b};
+  if (!dispatch<AllTypes>(a.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        run_elementwise<bool, T, T>(launch, ops, Op{});
+      })) {
+    unsupported_dtype(a.dtype);
+  }
+}
+
+// y = c ? a : b on raw element bits: selection never needs to know the dtype.
+struct Select {
+  template <class Bits>
+  __device__ Bits operator()(bool c, Bits a, Bits b) const {
+    return c ? a : b;
+  }
+};
+
+void where_impl(const OpArgs& args, const Launch& launch) {
+  args.expect_counts(3, 1);
+  const Tensor condition = args.input(0), a = args.input(1), b = args.input(2);
+  const Tensor y = args.output(0);
+  expect_dtype(condition, KILN_DTYPE_BOOL, "condition");
+  expect_same_shape(condition, y, "condition");
+  expect_same_shape(a, y, "a");
+  expect_same_shape(b, y, "b");
+  expect_dtype(a, y.dtype, "a");
+  expect_dtype(b, y.dtype, "b");
+  const Tensor* ops[4] = {&y, &condition, &a, &b};
+  dispatch_by_size(y.itemsize, [&](auto tag) {
+    using Bits = typename decltype(tag)::type;
+    run_elementwise<Bits, bool, Bits, Bits>(launch, ops, Select{});
+  });
+}
+
+}  // namespace
+
+void add_compare_kernels(KernelList& list) {
+  list.push_back({"kiln.eq", &predicate_impl<Eq>, nullptr, kStridedInOut});
+  list.push_back({"kiln.ne", &predicate_impl<Ne>, nullptr, kStridedInOut});
+  list.push_back({"kiln.lt", &predicate_impl<Lt>, nullptr, kStridedInOut});
+  list.push_back({"kiln.le", &predicate_impl<Le>, nullptr, kStridedInOut});
+  list.push_back({"kiln.gt", &predicate_impl<Gt>, nullptr, kStridedInOut});
+  list.push_back({"kiln.ge", &predicate_impl<Ge>, nullptr, kStridedInOut});
+  list.push_back({"kiln.logical_and", &predicate_impl<LogicalAnd>, nullptr, kStridedInOut});
+  list.push_back({"kiln.logical_or", &predicate_impl<LogicalOr>, nullptr, kStridedInOut});
+  list.push_back({"kiln.where", &where_impl, nullptr, kStridedInOut});
+}
+
+}  // namespace kiln::cuda

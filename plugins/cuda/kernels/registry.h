@@ -1,0 +1,56 @@
+// kernels/registry.h — how kernel files publish their ops to get_kernel.
+//
+// Each kernels/*.cu file defines its ops as
+//   void impl(const sdk::OpArgs& args, const Launch& launch)     (launch.h)
+// and lists them, with their `supports` function and KILN_KERNEL_* flags, in its
+// add_*_kernels function. To add a file: declare its function here, call it in
+// registry.cpp, and list the file in plugins/cuda/CMakeLists.txt.
+#ifndef KILN_CUDA_KERNELS_REGISTRY_H
+#define KILN_CUDA_KERNELS_REGISTRY_H
+
+#include <cstddef>
+#include <cstdint>
+
+#include "launch.h"
+
+namespace kiln::cuda {
+
+// One per kernel file.
+void add_copy_kernels(KernelList& list);        // copy, fill
+void add_creation_kernels(KernelList& list);    // arange, linspace
+void add_random_kernels(KernelList& list);      // random_uniform, random_normal, dropout
+void add_unary_kernels(KernelList& list);       // unary ops, relu_backward, gelu_backward
+void add_binary_kernels(KernelList& list);      // add ... minimum, pow
+void add_compare_kernels(KernelList& list);     // comparisons, logical_and/or, where
+void add_reduce_kernels(KernelList& list);      // sum ... var
+void add_indexing_kernels(KernelList& list);    // index_select, gather
+void add_matmul_kernels(KernelList& list);      // matmul (cuBLASLt, cuBLAS)
+void add_conv_kernels(KernelList& list);        // conv2d and its backward kernels (cuDNN)
+void add_pool_kernels(KernelList& list);        // max/avg/adaptive pooling and backward
+void add_norm_kernels(KernelList& list);        // batch_norm, layer_norm and backward
+void add_softmax_kernels(KernelList& list);     // softmax, log_softmax and backward
+void add_loss_kernels(KernelList& list);        // nll_loss and backward
+void add_scatter_kernels(KernelList& list);     // index_add, scatter_add
+void add_optim_kernels(KernelList& list);       // sgd_step, adam_step
+
+/// Every kernel of the plugin, sorted by name; built once, lives for the process.
+class KernelTable {
+ public:
+  /// Throws kiln::sdk::Error (INTERNAL) if two entries share a name.
+  explicit KernelTable(KernelList entries);
+
+  /// Index in entries() of the kernel for (name, version), or -1. Every op of the
+  /// catalogue is at version 1.
+  std::ptrdiff_t find(const char* name, int32_t version) const;
+
+  const KernelList& entries() const noexcept { return entries_; }
+
+ private:
+  KernelList entries_;
+};
+
+const KernelTable& kernel_table();
+
+}  // namespace kiln::cuda
+
+#endif  // KILN_CUDA_KERNELS_REGISTRY_H

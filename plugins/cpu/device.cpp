@@ -44,8 +44,8 @@ void build_state() {
     log(KILN_LOG_WARNING, error + "; using " + std::to_string(threads) + " threads");
   }
   init_pool(threads);
-  // OpenBLAS gets the same number of threads as the pool: GEMMs run only while the
-  // pool sleeps (see thread_pool.h), so the two never compete for cores.
+  // Kiln's own GEMMs run OpenBLAS serially on the pool's threads (kernels/blas.h);
+  // this count is what other BLAS callers in the process get outside Kiln's ops.
   openblas_set_num_threads(threads);
 
   state->threads = threads;

@@ -23,12 +23,11 @@
 // - After a job, workers poll for the next one for ~50 µs before sleeping, so ops
 //   issued back to back do not each pay a thread wake-up (see thread_pool.cpp).
 //
-// OpenBLAS coordination: the pthread OpenBLAS keeps its own threads. The plugin sets
-// OpenBLAS to the same thread count as this pool and calls GEMM only from the op's
-// calling thread, never from inside a pool task; ops run one at a time per calling
-// thread, so a GEMM always runs while this pool's workers are idle (at most ~50 µs of
-// polling after the previous op, then blocked on a condition variable) and the cores
-// are not oversubscribed.
+// OpenBLAS coordination: this pool is the only one that does Kiln's work. Kernels
+// call GEMM from pool tasks with OpenBLAS in serial mode (kernels/blas.h:
+// SerialBlasScope, parallel_gemm), so OpenBLAS's own pthreads, which spin for a long
+// while after each threaded call, never wake up to compete with these workers for
+// the cores (with both pools active, two threads ran a training step slower than one).
 #ifndef KILN_CPU_THREAD_POOL_H
 #define KILN_CPU_THREAD_POOL_H
 

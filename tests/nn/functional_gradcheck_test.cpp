@@ -26,6 +26,51 @@ Tensor input(std::vector<int64_t> shape, uint64_t seed = 1, double lo = -1, doub
 TEST(FunctionalGradcheck, Linear) {
   EXPECT_GRADCHECK([](const Inputs& v) { return F::linear(v[0], v[1], v[2]); }, input({3, 4}),
                    input({5, 4}, 2), input({5}, 3));
+  // linear has its own backward node: 1-D and 3-D inputs, no bias, a transposed input.
+  EXPECT_GRADCHECK([](const Inputs& v) { return F::linear(v[0], v[1], v[2]); }, input({4}),
+                   input({5, 4}, 2), input({5}, 3));
+  EXPECT_GRADCHECK([](const Inputs& v) { return F::linear(v[0], v[1], v[2]); }, input({2, 3, 4}),
+                   input({5, 4}, 2), input({5}, 3));
+  EXPECT_GRADCHECK([](const Inputs& v) { return F::linear(v[0], v[1]); }, input({3, 4}),
+                   input({5, 4}, 2));
+  EXPECT_GRADCHECK([](const Inputs& v) { return F::linear(v[0].t(), v[1], v[2]); }, input({4, 3}),
+                   input({5, 4}, 2), input({5}, 3));
+}
+
+TEST(FunctionalGradcheck, LinearPartialRequiresGrad) {
+  // Only the weight, or only the bias, requires grad: the others get none.
+  auto x = kiln::from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3});
+  auto w = input({2, 3}, 2);
+  auto b = kiln::from_vector<double>({0.5, -0.5});
+  F::linear(x, w, b).sum().backward();
+  EXPECT_FALSE(x.grad().defined());
+  EXPECT_FALSE(b.grad().defined());
+  // d sum(x w^T) / dw[o][i] = sum over rows of x[r][i].
+  EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{5, 7, 9, 5, 7, 9}));
+  auto b2 = kiln::from_vector<double>({0.5, -0.5}).requires_grad_();
+  auto w2 = kiln::from_vector<double>({1, 0, 0, 0, 1, 0}, {2, 3});
+  auto y = F::linear(x, w2, b2);
+  EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{1.5, 1.5, 4.5, 4.5}));
+  y.sum().backward();
+  EXPECT_EQ(b2.grad().to_vector<double>(), (std::vector<double>{2, 2}));
+}
+
+TEST(FunctionalGradcheck, LeafGradientsNeverShareStorage) {
+  // a + b hands the same gradient tensor to both leaves; .grad() may adopt a
+  // gradient only when nothing else holds it, so the two must stay independent.
+  auto a = kiln::ones({3}, kiln::float64).requires_grad_();
+  auto b = kiln::ones({3}, kiln::float64).requires_grad_();
+  (a + b).sum().backward();
+  (a * 2).sum().backward();  // accumulates into a.grad() in place
+  EXPECT_EQ(a.grad().to_vector<double>(), (std::vector<double>{3, 3, 3}));
+  EXPECT_EQ(b.grad().to_vector<double>(), (std::vector<double>{1, 1, 1}));
+  // A gradient the caller passes in and keeps is copied, not taken.
+  auto c = kiln::zeros({2}, kiln::float64).requires_grad_();
+  auto g = kiln::from_vector<double>({1, 2});
+  c.backward(g);
+  c.backward(g);
+  EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{1, 2}));
+  EXPECT_EQ(c.grad().to_vector<double>(), (std::vector<double>{2, 4}));
 }
 
 TEST(FunctionalGradcheck, Conv2d) {

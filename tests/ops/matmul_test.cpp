@@ -65,6 +65,20 @@ TEST_P(Matmul, TransposedAndStridedOperands) {
   check(random({5, 3, 4}, 33).permute({1, 0, 2}), random({4, 2}, 34), {3, 5, 2});
 }
 
+TEST_P(Matmul, LargeEnoughToSplitAcrossThreads) {
+  // Above the CPU plugin's threshold for parallel GEMMs (2^19 multiply-adds): tall,
+  // wide and short matrices (row blocks, column blocks), transposed operands, and a
+  // batch of whole GEMMs per thread, in float32 and float64.
+  for (DType dtype : {float32, float64}) {
+    SCOPED_TRACE(std::string(dtype_name(dtype)));
+    check(random({130, 70}, 40, dtype), random({70, 90}, 41, dtype), {130, 90});
+    check(random({20, 300}, 42, dtype), random({300, 200}, 43, dtype), {20, 200});
+    check(random({300, 64}, 44, dtype).t(), random({300, 100}, 45, dtype), {64, 100});
+    check(random({4, 70, 64}, 46, dtype), random({4, 90, 64}, 47, dtype).transpose(-1, -2),
+          {4, 70, 90});
+  }
+}
+
 TEST_P(Matmul, EmptyDimensions) {
   auto k0 = matmul(zeros({3, 0}, opts()), zeros({0, 4}, opts()));  // K = 0: zeros
   EXPECT_TRUE(matches(k0, Ref::filled({3, 4}, 0), kExact));

@@ -199,6 +199,81 @@ TEST_P(UnaryOps, InputIsNotModified) {
   EXPECT_TRUE(matches(x, {3}, {-1, 4, 9}));
 }
 
+// relu's gradient runs kiln.relu_backward: grad_x = grad_y where y = relu(x) > 0, else
+// exactly 0 (a select, so NaN/inf gradients where the unit is off still give 0, and a
+// NaN input gives 0). The reference is computed in float64 from the values the
+// tensors hold; a select is exact, so every dtype must match exactly. The incoming
+// gradient takes every layout (strided, transposed, offset views reach the kernel as
+// they are), and so does x.
+TEST_P(UnaryOps, ReluBackwardSelectsTheGradient) {
+  std::vector<double> xs = random_floats(15, 41, -2, 2);
+  std::vector<double> gs = random_floats(15, 42, -3, 3);
+  // Specials in x: NaN, ±inf, ±0; in g: NaN and ±inf both where the unit is on and off.
+  xs[0] = kNaN, xs[1] = kInf, xs[2] = -kInf, xs[3] = 0.0, xs[4] = -0.0;
+  xs[5] = 1.5, gs[5] = kNaN;   // on: NaN passes
+  xs[6] = -1.5, gs[6] = kNaN;  // off: 0
+  xs[7] = 0.25, gs[7] = kInf;
+  xs[8] = -0.25, gs[8] = -kInf;
+  gs[0] = 2.0, gs[1] = -3.0, gs[2] = 4.0;
+  int case_index = 0;
+  for (DType dtype : {float32, float64, float16, bfloat16}) {
+    for (Layout x_layout : kAllLayouts) {
+      for (Layout g_layout : kAllLayouts) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " x " + layout_name(x_layout) + ", grad " +
+                     layout_name(g_layout));
+        auto x = make(xs, {3, 5}, dtype, x_layout);
+        x.requires_grad_();
+        auto g = make(gs, {3, 5}, dtype, g_layout);
+        if (g_layout == Layout::Strided || g_layout == Layout::Transposed) {
+          ASSERT_FALSE(g.is_contiguous());
+        }
+        auto y = relu(x);
+        y.backward(g);
+        const Ref xr = ref_of(x.detach()), gr = ref_of(g);
+        Ref expected = gr;
+        for (size_t i = 0; i < expected.values.size(); ++i) {
+          const double yi = std::isnan(xr.values[i]) ? xr.values[i] : std::max(xr.values[i], 0.0);
+          expected.values[i] = yi > 0 ? gr.values[i] : 0.0;
+        }
+        ASSERT_TRUE(x.grad().defined());
+        EXPECT_EQ(x.grad().dtype(), dtype);
+        EXPECT_EQ(x.grad().device(), device());
+        EXPECT_TRUE(matches(x.grad(), expected, kExact));
+        ++case_index;
+      }
+    }
+  }
+  EXPECT_EQ(case_index, 64);
+}
+
+TEST_P(UnaryOps, ReluBackwardLargeInputUsesEveryThread) {
+  // Above the CPU plugin's parallel grain (32768 elements), on a strided gradient.
+  const int64_t rows = 300, cols = 257;
+  auto x = random({rows, cols}, 43, float32, Layout::Transposed);
+  x.requires_grad_();
+  auto g = random({rows, cols}, 44, float32, Layout::Strided);
+  relu(x).backward(g);
+  const Ref xr = ref_of(x.detach()), gr = ref_of(g);
+  Ref expected = gr;
+  for (size_t i = 0; i < expected.values.size(); ++i)
+    expected.values[i] = xr.values[i] > 0 ? gr.values[i] : 0.0;
+  EXPECT_TRUE(matches(x.grad(), expected, kExact));
+}
+
+TEST_P(UnaryOps, ReluBackwardRunsTheCatalogueKernel) {
+  // On a device without the kernel (the minimal fixture) it falls back to the CPU
+  // plugin, visibly; native devices report nothing for it.
+  auto x = make({-1, 2, 0, 3}, {4});
+  x.requires_grad_();
+  reset_fallback_report();
+  relu(x).sum().backward();
+  EXPECT_TRUE(matches(x.grad(), {4}, {0, 1, 0, 1}));
+  bool fell_back = false;
+  for (const FallbackEntry& e : fallback_report().entries)
+    fell_back |= e.op == "kiln.relu_backward" && e.device == device().str();
+  EXPECT_EQ(fell_back, device().backend() == "minimal") << fallback_report().str();
+}
+
 KILN_INSTANTIATE_FOR_EVERY_DEVICE(UnaryOps);
 
 }  // namespace

@@ -34,7 +34,7 @@ class AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
-    Tensor g = grads[0];
+    Tensor g = std::move(grads[0]);
     if (!g.defined()) return {};
     AutogradMeta& meta = *leaf_->autograd;
     Tensor leaf(leaf_);
@@ -42,7 +42,14 @@ class AccumulateGrad final : public Node {
                leaf.shape(), " has shape ", g.shape());
     if (g.device() != leaf.device()) g = g.to(leaf.device());
     if (!meta.grad.defined()) {
-      meta.grad = g.to(leaf_->dtype).clone();
+      // A gradient nobody else holds (no other handle, no other view of its
+      // storage) becomes .grad() as it is, as PyTorch does, instead of being copied:
+      // for a large weight that copy was a whole extra pass per step.
+      const auto& impl = *g.impl();
+      const bool sole_owner = g.impl().use_count() == 1 && impl.storage.use_count() == 1 &&
+                              !impl.autograd && impl.dtype == leaf_->dtype &&
+                              impl.is_contiguous();
+      meta.grad = sole_owner ? std::move(g) : g.to(leaf_->dtype).clone();
     } else {
       meta.grad.add_(g);
     }

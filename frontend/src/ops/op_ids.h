@@ -15,7 +15,7 @@ namespace kiln::detail {
   X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(logical_and) X(logical_or) X(where)     \
   X(sum) X(prod) X(mean) X(amax) X(amin) X(argmax) X(argmin) X(var)             \
   X(matmul) X(index_select) X(gather)                                           \
-  X(gelu_backward) X(index_add) X(scatter_add)                                  \
+  X(relu_backward) X(gelu_backward) X(index_add) X(scatter_add)                \
   X(conv2d) X(conv2d_backward_input) X(conv2d_backward_weight)                 \
   X(max_pool2d) X(max_pool2d_backward) X(avg_pool2d) X(avg_pool2d_backward)    \
   X(adaptive_avg_pool2d) X(adaptive_avg_pool2d_backward)                        \

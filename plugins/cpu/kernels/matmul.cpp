@@ -6,14 +6,16 @@
 // arbitrary strides inside a matrix) is packed into a contiguous temporary. Half
 // types are widened to float32, multiplied with sgemm and rounded once.
 //
-// GEMMs run on the op's calling thread, never inside a pool task, so OpenBLAS's own
-// threads have the cores to themselves (see thread_pool.h).
+// OpenBLAS runs in serial mode and the plugin's pool supplies the threads (blas.h):
+// a batch of at least as many matrices as threads gives each thread whole GEMMs,
+// otherwise each GEMM is split into row or column blocks.
 #include <cblas.h>
 
 #include <climits>
 #include <cstring>
 #include <vector>
 
+#include "blas.h"
 #include "elementwise.h"
 #include "reduce_engine.h"
 #include "registry.h"
@@ -50,15 +52,6 @@ void pack(const Src* src, int64_t rows, int64_t cols, int64_t row_stride, int64_
   }
 }
 
-void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const float* a, int lda,
-          const float* b, int ldb, float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-}
-void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const double* a, int lda,
-          const double* b, int ldb, double* c, int ldc) {
-  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
-}
-
 struct MatmulShape {
   int64_t m, n, k, batch;
   int batch_ndim;
@@ -86,6 +79,25 @@ void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& y, const Matmu
   const int nd = a.ndim;
   const int64_t a_rs = a.strides[nd - 2], a_cs = a.strides[nd - 1];
   const int64_t b_rs = b.strides[nd - 2], b_cs = b.strides[nd - 1];
+  SerialBlasScope serial;
+  if constexpr (std::is_same_v<Compute, T>) {
+    // Enough matrices for every thread, each readable by BLAS in place: one serial
+    // GEMM per matrix, whole matrices per thread.
+    const MatrixLayout la = layout_of(s.m, s.k, a_rs, a_cs);
+    const MatrixLayout lb = layout_of(s.k, s.n, b_rs, b_cs);
+    if (s.batch >= pool().size() && pool().size() > 1 && la.direct && lb.direct &&
+        la.ld <= INT_MAX && lb.ld <= INT_MAX && s.batch * s.m * s.n * s.k >= kParallelGemmWork) {
+      pool().parallel_for(0, s.batch, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t batch = begin; batch < end; ++batch) {
+          gemm(la.trans == CblasTrans, lb.trans == CblasTrans, s.m, s.n, s.k, T(1),
+               a.ptr<const T>() + offset_of(batch, s.batch_ndim, a.shape, a.strides), la.ld,
+               b.ptr<const T>() + offset_of(batch, s.batch_ndim, b.shape, b.strides), lb.ld, T(0),
+               y.ptr<T>() + batch * s.m * s.n, std::max<int64_t>(1, s.n));
+        }
+      });
+      return;
+    }
+  }
   std::vector<Compute> a_scratch, b_scratch, y_scratch;
   for (int64_t batch = 0; batch < s.batch; ++batch) {
     const T* a_ptr = a.ptr<const T>() + offset_of(batch, s.batch_ndim, a.shape, a.strides);
@@ -103,9 +115,8 @@ void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& y, const Matmu
       y_scratch.resize(static_cast<size_t>(s.m * s.n));
       c = y_scratch.data();
     }
-    gemm(la.trans, lb.trans, static_cast<int>(s.m), static_cast<int>(s.n), static_cast<int>(s.k),
-         a_blas, static_cast<int>(la.ld), b_blas, static_cast<int>(lb.ld), c,
-         static_cast<int>(std::max<int64_t>(1, s.n)));
+    parallel_gemm(la.trans == CblasTrans, lb.trans == CblasTrans, s.m, s.n, s.k, Compute(1), a_blas,
+                  la.ld, b_blas, lb.ld, Compute(0), c, std::max<int64_t>(1, s.n));
     if constexpr (!std::is_same_v<Compute, T>) {
       for (int64_t i = 0; i < s.m * s.n; ++i) y_ptr[i] = convert<T>(c[i]);
     }

@@ -30,6 +30,12 @@ struct SgdLoop {
     T* buf = kMomentum ? reinterpret_cast<T*>(p[1]) : nullptr;
     const T* grad = reinterpret_cast<const T*>(p[kMomentum ? 2 : 1]);
     const int64_t sp = s[0], sb = kMomentum ? s[1] : 0, sg = s[kMomentum ? 2 : 1];
+    if (sp == 1 && sg == 1 && (!kMomentum || sb == 1)) {
+      // The usual case, with the per-step choices hoisted so the loop vectorizes;
+      // the arithmetic is the same, element for element.
+      if (weight_decay != T(0)) return contiguous<true>(param, buf, grad, n);
+      return contiguous<false>(param, buf, grad, n);
+    }
     for (int64_t i = 0; i < n; ++i) {
       T d = grad[i * sg];
       if (weight_decay != T(0)) d = d + weight_decay * param[i * sp];
@@ -39,6 +45,38 @@ struct SgdLoop {
         d = nesterov ? d + momentum * b : b;
       }
       param[i * sp] = param[i * sp] - lr * d;
+    }
+  }
+
+  template <bool kDecay>
+  void contiguous(T* __restrict param, T* __restrict buf, const T* __restrict grad,
+                  int64_t n) const {
+    if constexpr (kMomentum) {
+      if (first_step) {
+        if (nesterov) return contiguous_momentum<kDecay, true, true>(param, buf, grad, n);
+        return contiguous_momentum<kDecay, true, false>(param, buf, grad, n);
+      }
+      if (nesterov) return contiguous_momentum<kDecay, false, true>(param, buf, grad, n);
+      return contiguous_momentum<kDecay, false, false>(param, buf, grad, n);
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        T d = grad[i];
+        if constexpr (kDecay) d = d + weight_decay * param[i];
+        param[i] = param[i] - lr * d;
+      }
+    }
+  }
+
+  template <bool kDecay, bool kFirst, bool kNesterov>
+  void contiguous_momentum(T* __restrict param, T* __restrict buf, const T* __restrict grad,
+                           int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) {
+      T d = grad[i];
+      if constexpr (kDecay) d = d + weight_decay * param[i];
+      const T b = kFirst ? d : buf[i] * momentum + dampening_complement * d;
+      buf[i] = b;
+      d = kNesterov ? d + momentum * b : b;
+      param[i] = param[i] - lr * d;
     }
   }
 };
@@ -95,6 +133,22 @@ struct AdamLoop {
     T* m = reinterpret_cast<T*>(p[1]);
     T* v = reinterpret_cast<T*>(p[2]);
     const T* grad = reinterpret_cast<const T*>(p[3]);
+    if (s[0] == 1 && s[1] == 1 && s[2] == 1 && s[3] == 1) {
+      // The usual case, with the per-step choices hoisted so the loop vectorizes
+      // (sqrt and division included); the arithmetic is the same, element for element.
+      const bool decay = weight_decay != T(0);
+      const bool low = lerp_weight < T(0.5);
+      if (!decay) {
+        return low ? contiguous<false, false, true>(param, m, v, grad, n)
+                   : contiguous<false, false, false>(param, m, v, grad, n);
+      }
+      if (decoupled) {
+        return low ? contiguous<true, true, true>(param, m, v, grad, n)
+                   : contiguous<true, true, false>(param, m, v, grad, n);
+      }
+      return low ? contiguous<true, false, true>(param, m, v, grad, n)
+                 : contiguous<true, false, false>(param, m, v, grad, n);
+    }
     for (int64_t i = 0; i < n; ++i) {
       T w = param[i * s[0]];
       T g = grad[i * s[3]];
@@ -111,6 +165,32 @@ struct AdamLoop {
       m[i * s[1]] = m_new;
       v[i * s[2]] = v_new;
       param[i * s[0]] = w + (-step_size) * (m_new / denom);
+    }
+  }
+
+  template <bool kDecay, bool kDecoupled, bool kLerpLow>
+  void contiguous(T* __restrict param, T* __restrict m, T* __restrict v, const T* __restrict grad,
+                  int64_t n) const {
+    const T one_minus_weight = T(1) - lerp_weight;
+    for (int64_t i = 0; i < n; ++i) {
+      T w = param[i];
+      T g = grad[i];
+      if constexpr (kDecay) {
+        if constexpr (kDecoupled) {
+          w = w * decay_factor;
+        } else {
+          g = g + weight_decay * w;
+        }
+      }
+      const T start = m[i];
+      // lerp(start, g, lerp_weight), the branch lerp() takes for this weight.
+      const T m_new =
+          kLerpLow ? start + lerp_weight * (g - start) : g - (g - start) * one_minus_weight;
+      const T v_new = v[i] * beta2 + one_minus_beta2 * (g * g);
+      const T denom = std::sqrt(v_new) / bias_correction2_sqrt + eps;
+      m[i] = m_new;
+      v[i] = v_new;
+      param[i] = w + (-step_size) * (m_new / denom);
     }
   }
 };

@@ -1,5 +1,6 @@
 // Elementwise unary ops: neg, abs, sign, exp, log, sqrt, sin, cos, tanh, rsqrt,
-// sigmoid, relu, gelu, clamp, logical_not. Half types compute in float32.
+// sigmoid, relu, gelu, clamp, logical_not, and the gradients relu_backward and
+// gelu_backward. Half types compute in float32.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -193,6 +194,32 @@ struct GeluTanhGrad {
   }
 };
 
+// grad_x = y > 0 ? grad_y : 0. A select, not grad_y * (y > 0): a NaN or infinite
+// grad_y where the unit is off must still give 0, and a NaN y compares false.
+struct ReluGrad {
+  template <class T>
+  T operator()(T grad, T y) const {
+    return y > T(0) ? grad : T(0);
+  }
+};
+
+void relu_backward_impl(const OpArgs& args) {
+  args.expect_counts(2, 1);
+  const Tensor grad_y = args.input(0), y = args.input(1), grad_x = args.output(0);
+  expect_same_shape(y, grad_y, "y");
+  expect_same_shape(grad_x, grad_y, "grad_x");
+  expect_dtype(y, grad_y.dtype, "y");
+  expect_dtype(grad_x, grad_y.dtype, "grad_x");
+  const Tensor* ops[3] = {&grad_x, &grad_y, &y};
+  const LoopPlan<3> plan = make_loop_plan(ops);
+  if (!dispatch<FloatTypes>(grad_y.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        run_loop(plan, BinaryLoop<T, T, ReluGrad>{});
+      })) {
+    unsupported_dtype(grad_y.dtype);
+  }
+}
+
 template <class Op>
 void gelu_backward_typed(const OpArgs& args) {
   args.expect_counts(2, 1);
@@ -310,6 +337,8 @@ void add_unary_kernels(KernelList& list) {
   list.push_back(
       {"kiln.sigmoid", &run_kernel<float_impl<Sigmoid>>, &supports_float, kStridedInOut});
   list.push_back({"kiln.gelu", &run_kernel<gelu_impl>, &supports_float, kStridedInOut});
+  list.push_back(
+      {"kiln.relu_backward", &run_kernel<relu_backward_impl>, &supports_float, kStridedInOut});
   list.push_back({"kiln.gelu_backward", &run_kernel<gelu_backward_impl>, &supports_float,
                   KILN_KERNEL_STRIDED_INPUTS});
   list.push_back({"kiln.logical_not", &run_kernel<logical_not_impl>, nullptr, kStridedInOut});

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "kiln/sdk/status.h"
+#include "kiln/sdk/versioned.h"
 #include "logging.h"
 #include "system_info.h"
 #include "thread_pool.h"
@@ -85,13 +86,7 @@ void fill_properties(const PluginState& state, kiln_device_properties* propertie
   full.total_memory_bytes = state.total_memory;
   full.free_memory_bytes = available_memory_bytes();
   full.memory_alignment = HostAllocator::kAlignment;
-  // Write only what the caller's (possibly older, smaller) struct has room for.
-  const size_t size = std::min(properties->struct_size, sizeof full);
-  if (size > sizeof full.struct_size) {
-    std::memcpy(reinterpret_cast<char*>(properties) + sizeof full.struct_size,
-                reinterpret_cast<const char*>(&full) + sizeof full.struct_size,
-                size - sizeof full.struct_size);
-  }
+  sdk::write_sized(properties, full);
 }
 
 }  // namespace kiln::cpu

@@ -13,6 +13,7 @@
 #include "kernels/registry.h"
 #include "kiln/c_api.h"
 #include "kiln/sdk/status.h"
+#include "kiln/sdk/versioned.h"
 #include "logging.h"
 #include "streams.h"
 
@@ -84,14 +85,7 @@ kiln_status* deallocate(kiln_device* device, kiln_buffer* buffer, kiln_stream*) 
 kiln_status* memory_stats(kiln_device* device, kiln_memory_stats* stats) {
   return sdk::guard("memory_stats", [&] {
     KILN_SDK_CHECK(stats != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
-    const kiln_memory_stats full = from_handle(device).allocator().stats();
-    // Write only the fields the caller's struct has room for.
-    const size_t size = std::min(stats->struct_size, sizeof full);
-    if (size > sizeof full.struct_size) {
-      std::memcpy(reinterpret_cast<char*>(stats) + sizeof full.struct_size,
-                  reinterpret_cast<const char*>(&full) + sizeof full.struct_size,
-                  size - sizeof full.struct_size);
-    }
+    sdk::write_sized(stats, from_handle(device).allocator().stats());
   });
 }
 
@@ -151,18 +145,8 @@ const kiln_plugin_api kApi = {
 };
 
 kiln_status* init(const kiln_host_api* host, const kiln_plugin_api** api) {
-  KILN_SDK_CHECK(host != nullptr && api != nullptr, KILN_STATUS_INVALID_ARGUMENT,
-                 "kiln_plugin_init: null host or api pointer");
-  const size_t version_end = offsetof(kiln_host_api, abi_minor) + sizeof(host->abi_minor);
-  KILN_SDK_CHECK(host->struct_size >= version_end, KILN_STATUS_ABI_MISMATCH,
-                 "kiln_host_api.struct_size ", host->struct_size,
-                 " is too small to hold the ABI version; the cpu plugin speaks ABI ",
-                 KILN_ABI_MAJOR, ".", KILN_ABI_MINOR);
-  KILN_SDK_CHECK(host->abi_major == KILN_ABI_MAJOR, KILN_STATUS_ABI_MISMATCH,
-                 "ABI major version mismatch: the host speaks ABI ", host->abi_major, ".",
-                 host->abi_minor, ", the cpu plugin speaks ABI ", KILN_ABI_MAJOR, ".",
-                 KILN_ABI_MINOR);
-  if (host->struct_size >= offsetof(kiln_host_api, log_level) + sizeof(host->log_level)) {
+  sdk::check_host_abi(host, api, "the cpu plugin");
+  if (sdk::host_has_log(host)) {
     set_log_sink(host->log, host->log_level);
   }
   const PluginState& state = init_plugin_state();

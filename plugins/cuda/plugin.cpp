@@ -20,6 +20,7 @@
 #include "kernels/registry.h"
 #include "kiln/c_api.h"
 #include "kiln/sdk/status.h"
+#include "kiln/sdk/versioned.h"
 #include "logging.h"
 #include "plugin_state.h"
 #include "streams.h"
@@ -41,18 +42,6 @@ Device& device_at(int32_t index) {
                  devices.size() == 1 ? " CUDA device" : " CUDA devices", " (",
                  plugin_state().description, ")");
   return *devices[static_cast<size_t>(index)];
-}
-
-// Copies the fields of `full` that fit in the caller's (possibly older, smaller)
-// struct, leaving its struct_size alone.
-template <class Struct>
-void copy_fitting(Struct* out, const Struct& full) {
-  const size_t size = std::min(out->struct_size, sizeof full);
-  if (size > sizeof full.struct_size) {
-    std::memcpy(reinterpret_cast<char*>(out) + sizeof full.struct_size,
-                reinterpret_cast<const char*>(&full) + sizeof full.struct_size,
-                size - sizeof full.struct_size);
-  }
 }
 
 kiln_status* device_count(void*, int32_t* count) {
@@ -88,7 +77,7 @@ kiln_status* device_get_properties(void*, int32_t index, kiln_device_properties*
       }
     }
     full.memory_alignment = Device::kAlignment;
-    copy_fitting(properties, full);
+    sdk::write_sized(properties, full);
   });
 }
 
@@ -125,7 +114,7 @@ kiln_status* deallocate(kiln_device* device, kiln_buffer* buffer, kiln_stream* s
 kiln_status* memory_stats(kiln_device* device, kiln_memory_stats* stats) {
   return sdk::guard("memory_stats", [&] {
     KILN_SDK_CHECK(stats != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
-    copy_fitting(stats, from_handle(device).allocator().stats());
+    sdk::write_sized(stats, from_handle(device).allocator().stats());
   });
 }
 
@@ -150,7 +139,7 @@ kiln_status* debug_get_counters(kiln_device* device, kiln_cuda_debug_counters* c
     full.host_synchronizations = c.host_synchronizations;
     full.op_calls = c.op_calls;
     full.error_flag_readbacks = c.error_flag_readbacks;
-    copy_fitting(counters, full);
+    sdk::write_sized(counters, full);
   });
 }
 
@@ -197,18 +186,8 @@ const kiln_plugin_api kApi = {
 };
 
 kiln_status* init(const kiln_host_api* host, const kiln_plugin_api** api) {
-  KILN_SDK_CHECK(host != nullptr && api != nullptr, KILN_STATUS_INVALID_ARGUMENT,
-                 "kiln_plugin_init: null host or api pointer");
-  const size_t version_end = offsetof(kiln_host_api, abi_minor) + sizeof(host->abi_minor);
-  KILN_SDK_CHECK(host->struct_size >= version_end, KILN_STATUS_ABI_MISMATCH,
-                 "kiln_host_api.struct_size ", host->struct_size,
-                 " is too small to hold the ABI version; the cuda plugin speaks ABI ",
-                 KILN_ABI_MAJOR, ".", KILN_ABI_MINOR);
-  KILN_SDK_CHECK(host->abi_major == KILN_ABI_MAJOR, KILN_STATUS_ABI_MISMATCH,
-                 "ABI major version mismatch: the host speaks ABI ", host->abi_major, ".",
-                 host->abi_minor, ", the cuda plugin speaks ABI ", KILN_ABI_MAJOR, ".",
-                 KILN_ABI_MINOR);
-  if (host->struct_size >= offsetof(kiln_host_api, log_level) + sizeof(host->log_level)) {
+  sdk::check_host_abi(host, api, "the cuda plugin");
+  if (sdk::host_has_log(host)) {
     set_log_sink(host->log, host->log_level);
   }
   // Built now so that a broken table (two kernels for one op) fails the load with a

@@ -70,6 +70,7 @@
 #include "kiln/sdk/kernel_table.h"
 #include "kiln/sdk/op_args.h"
 #include "kiln/sdk/status.h"
+#include "kiln/sdk/versioned.h"
 
 namespace kiln::sdk {
 

@@ -335,17 +335,7 @@ kiln_status* plugin_init(const kiln_host_api* host, const kiln_plugin_api** api,
                          const char* name, const char* version) noexcept {
   static std::mutex init_mutex;
   return guard(name, [&] {
-    KILN_SDK_CHECK(host != nullptr && api != nullptr, KILN_STATUS_INVALID_ARGUMENT,
-                   "kiln_plugin_init: null host or api pointer");
-    const size_t version_end = offsetof(kiln_host_api, abi_minor) + sizeof(host->abi_minor);
-    KILN_SDK_CHECK(host->struct_size >= version_end, KILN_STATUS_ABI_MISMATCH,
-                   "kiln_host_api.struct_size ", host->struct_size,
-                   " is too small to hold the ABI version; the plugin speaks ABI ",
-                   KILN_ABI_MAJOR, ".", KILN_ABI_MINOR);
-    KILN_SDK_CHECK(host->abi_major == KILN_ABI_MAJOR, KILN_STATUS_ABI_MISMATCH,
-                   "ABI major version mismatch: the host speaks ABI ", host->abi_major, ".",
-                   host->abi_minor, ", the plugin speaks ABI ", KILN_ABI_MAJOR, ".",
-                   KILN_ABI_MINOR);
+    check_host_abi(host, api, "the plugin");
     std::lock_guard lock(init_mutex);
     if (PluginState* ready = g_state.load(std::memory_order_acquire)) {
       *api = &ready->table;
@@ -354,8 +344,7 @@ kiln_status* plugin_init(const kiln_host_api* host, const kiln_plugin_api** api,
     auto s = std::make_unique<PluginState>();
     s->name = name;
     s->version = version;
-    const size_t log_end = offsetof(kiln_host_api, log_level) + sizeof(host->log_level);
-    if (host->struct_size >= log_end) {
+    if (host_has_log(host)) {
       s->host_log = host->log;
       s->log_level = host->log_level;
     }

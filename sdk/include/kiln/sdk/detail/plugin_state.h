@@ -88,16 +88,6 @@ kiln_status* boundary(const char* function, kiln_device* device, Fn&& fn) noexce
   }
 }
 
-// Writes `full` into the caller's struct as far as the caller's struct_size reaches
-// (leaving struct_size itself alone).
-template <class T>
-void write_sized(T* out, const T& full) {
-  const size_t size = std::min(out->struct_size, sizeof(T));
-  if (size > sizeof(size_t)) {
-    std::memcpy(reinterpret_cast<char*>(out) + sizeof(size_t),
-                reinterpret_cast<const char*>(&full) + sizeof(size_t), size - sizeof(size_t));
-  }
-}
 
 inline void check_size_prefix(size_t struct_size, const char* what) {
   KILN_SDK_CHECK(struct_size >= sizeof(size_t), KILN_STATUS_INVALID_ARGUMENT, what,

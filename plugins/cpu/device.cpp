@@ -86,6 +86,7 @@ void fill_properties(const PluginState& state, kiln_device_properties* propertie
   full.total_memory_bytes = state.total_memory;
   full.free_memory_bytes = available_memory_bytes();
   full.memory_alignment = HostAllocator::kAlignment;
+  full.flags = KILN_DEVICE_FLAG_HOST_ACCESSIBLE;
   sdk::write_sized(properties, full);
 }
 

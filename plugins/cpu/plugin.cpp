@@ -9,6 +9,7 @@
 //                     hardware threads); invalid values warn and use the default.
 #include <cstring>
 
+#include "collectives.h"
 #include "device.h"
 #include "kernels/registry.h"
 #include "kiln/c_api.h"
@@ -114,7 +115,23 @@ kiln_status* get_kernel(kiln_device* device, const char* name, int32_t version,
   });
 }
 
-const void* get_extension(void*, const char*) { return nullptr; }
+// The logical devices share the host's memory, so a peer copy is a memmove too.
+kiln_status* copy_peer(kiln_device* dst_device, kiln_stream*, void* dst, kiln_device* src_device,
+                       const void* src, size_t bytes) {
+  if (dst_device == nullptr || src_device == nullptr || (bytes != 0 && (dst == nullptr || src == nullptr))) {
+    return sdk::make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            sdk::str_cat("copy_peer: bad arguments (devices ", dst_device, " <- ",
+                                         src_device, ", dst ", dst, ", src ", src, ", ", bytes,
+                                         " bytes)"));
+  }
+  if (bytes != 0 && dst != src) std::memmove(dst, src, bytes);
+  return nullptr;
+}
+
+const void* get_extension(void*, const char* name) {
+  if (name != nullptr && std::strcmp(name, KILN_EXTENSION_COLLECTIVES) == 0) return collectives_api();
+  return nullptr;
+}
 
 const kiln_plugin_api kApi = {
     sizeof(kiln_plugin_api),
@@ -142,6 +159,7 @@ const kiln_plugin_api kApi = {
     &event_synchronize,
     &get_kernel,
     &get_extension,
+    &copy_peer,
 };
 
 kiln_status* init(const kiln_host_api* host, const kiln_plugin_api** api) {

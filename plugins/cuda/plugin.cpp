@@ -183,6 +183,8 @@ const kiln_plugin_api kApi = {
     &event_synchronize,
     &get_kernel,
     &get_extension,
+    nullptr,  // copy_peer: not yet (cudaMemcpyPeerAsync needs a multi-GPU machine to verify);
+              // the frontend stages cuda:i -> cuda:j through the host meanwhile
 };
 
 kiln_status* init(const kiln_host_api* host, const kiln_plugin_api** api) {

@@ -22,8 +22,7 @@ TEST(PluginInit, ReturnsACompleteTable) {
   EXPECT_EQ(api->abi_minor, static_cast<uint32_t>(KILN_ABI_MINOR));
   EXPECT_STREQ(api->name, "cpu");
   EXPECT_STREQ(api->version, "0.1.0");
-  // Every entry, the optional ones included: the CPU plugin provides them all except
-  // extensions, of which ABI 1.0 defines none.
+  // Every entry, the optional ones included: the CPU plugin provides them all.
   EXPECT_NE(api->describe, nullptr);
   EXPECT_NE(api->device_count, nullptr);
   EXPECT_NE(api->device_get_properties, nullptr);
@@ -43,7 +42,22 @@ TEST(PluginInit, ReturnsACompleteTable) {
   EXPECT_NE(api->event_synchronize, nullptr);
   EXPECT_NE(api->get_kernel, nullptr);
   ASSERT_NE(api->get_extension, nullptr);
-  EXPECT_EQ(api->get_extension(api->context, "kiln.collectives.v1"), nullptr);
+  EXPECT_NE(api->copy_peer, nullptr);
+  auto* collectives = static_cast<const kiln_collectives_api*>(
+      api->get_extension(api->context, KILN_EXTENSION_COLLECTIVES));
+  ASSERT_NE(collectives, nullptr);
+  EXPECT_EQ(collectives->struct_size, sizeof(kiln_collectives_api));
+  EXPECT_NE(collectives->comm_init_group, nullptr);
+  EXPECT_NE(collectives->comm_destroy, nullptr);
+  EXPECT_NE(collectives->all_reduce, nullptr);
+  EXPECT_NE(collectives->broadcast, nullptr);
+  EXPECT_NE(collectives->all_gather, nullptr);
+  EXPECT_NE(collectives->reduce_scatter, nullptr);
+  EXPECT_NE(collectives->barrier, nullptr);
+  // One process only: processes meet through MPI, not through this plugin.
+  EXPECT_EQ(collectives->comm_id_create, nullptr);
+  EXPECT_EQ(collectives->comm_init_rank, nullptr);
+  EXPECT_EQ(api->get_extension(api->context, "kiln.no_such_extension"), nullptr);
 }
 
 TEST(PluginInit, SecondInitReturnsTheSameTable) {
@@ -94,8 +108,12 @@ TEST(PluginInit, RejectsNullPointers) {
 }
 
 TEST(PluginAbi, StructSizesMatchTheReleasedLayout) {
-  // Pinned in c_api.h; these catch a header edit that grows a 1.0 struct in the middle.
-  EXPECT_EQ(sizeof(kiln_plugin_api), KILN_PLUGIN_API_SIZE_1_0);
+  // Pinned in c_api.h; these catch a header edit that grows a released struct in the
+  // middle. ABI 1.1 appended copy_peer to the table and flags to the properties.
+  EXPECT_EQ(sizeof(kiln_plugin_api), KILN_PLUGIN_API_SIZE_1_1);
+  EXPECT_EQ(KILN_PLUGIN_API_SIZE_1_1, KILN_PLUGIN_API_SIZE_1_0 + sizeof(void*));
+  EXPECT_EQ(sizeof(kiln_device_properties), KILN_DEVICE_PROPERTIES_SIZE_1_1);
+  EXPECT_EQ(sizeof(kiln_collectives_api), KILN_COLLECTIVES_API_SIZE_1_1);
   EXPECT_EQ(sizeof(kiln_kernel), KILN_KERNEL_SIZE_1_0);
   EXPECT_EQ(sizeof(kiln_op_args), KILN_OP_ARGS_SIZE_1_0);
   EXPECT_EQ(sizeof(kiln_tensor_view), KILN_TENSOR_VIEW_SIZE_1_0);
@@ -121,6 +139,7 @@ TEST(PluginDevices, DefaultIsOneDeviceWithSensibleProperties) {
   EXPECT_GT(props.free_memory_bytes, 0u);
   EXPECT_LE(props.free_memory_bytes, props.total_memory_bytes);
   EXPECT_EQ(props.memory_alignment, 64u);
+  EXPECT_EQ(props.flags, static_cast<uint64_t>(KILN_DEVICE_FLAG_HOST_ACCESSIBLE));
   EXPECT_EQ(props.struct_size, sizeof(props)) << "the plugin must not touch struct_size";
 
   EXPECT_EQ(take(p.api->device_get_properties(p.api->context, count, &props)).code,

@@ -1,5 +1,5 @@
 /*
- * kiln/c_api.h — the Kiln plugin ABI, version 1.0.
+ * kiln/c_api.h — the Kiln plugin ABI, version 1.1.
  *
  * This header is the whole contract between libkiln (the frontend) and a backend
  * plugin. It is plain C11: opaque handles, fixed-width integers, enums with explicit
@@ -55,7 +55,7 @@ extern "C" {
 #endif
 
 #define KILN_ABI_MAJOR 1
-#define KILN_ABI_MINOR 0
+#define KILN_ABI_MINOR 1
 
 /* The one symbol a plugin exports, and the file-name rule the loader uses. */
 #define KILN_PLUGIN_ENTRY_SYMBOL "kiln_plugin_init"
@@ -220,7 +220,19 @@ typedef struct kiln_device_properties {
   uint64_t total_memory_bytes;
   uint64_t free_memory_bytes;
   uint64_t memory_alignment; /* alignment of every allocation, in bytes */
+  /* -- 1.1 -- */
+  uint64_t flags; /* KILN_DEVICE_FLAG_* */
 } kiln_device_properties;
+
+enum {
+  /* The host may read and write this device's memory directly through the data
+   * pointers `allocate` returns (plain loads, stores and memcpy), with no `copy`
+   * call, once the work enqueued on the device is done. What decides whether a
+   * tensor can be used as host memory (zero-copy reads, a single copy to another
+   * device); never the plugin's name. 1.0 plugins, which cannot set it, are
+   * treated as device memory. */
+  KILN_DEVICE_FLAG_HOST_ACCESSIBLE = 1u << 0
+};
 
 /* Allocator statistics for one device; same size rule as the properties. */
 typedef struct kiln_memory_stats {
@@ -339,6 +351,18 @@ typedef struct kiln_plugin_api {
   /* (optional) Extension tables by name, e.g. "kiln.collectives.v1" (a later minor
    * version). NULL when the extension is not provided. */
   const void *(*get_extension)(void *context, const char *name);
+
+  /* -- 1.1 ----------------------------------------------------------------------- */
+
+  /* (optional) Copies `bytes` contiguous bytes from `src` on `src_device` to `dst`
+   * on `dst_device`, two different devices of this plugin, without staging through
+   * the host where the hardware allows (NVLink/PCIe peer access, shared memory).
+   * Ordered after all work already enqueued on `stream` (of `dst_device`) and on
+   * the source device's default stream; work enqueued afterwards on either sees
+   * the copy done. May return before the copy ends. NULL: the frontend copies
+   * through the host with `copy`. */
+  kiln_status *(*copy_peer)(kiln_device *dst_device, kiln_stream *stream, void *dst,
+                            kiln_device *src_device, const void *src, size_t bytes);
 } kiln_plugin_api;
 
 /* The entry point. `host` describes the loader; on success `*api` points to a table
@@ -348,7 +372,96 @@ typedef kiln_status *(*kiln_plugin_init_fn)(const kiln_host_api *host,
                                             const kiln_plugin_api **api);
 
 /* ------------------------------------------------------------------------------ */
+/* Collectives (1.1): the extension table "kiln.collectives.v1"                   */
+/* ------------------------------------------------------------------------------ */
+/*
+ * A plugin that can reduce across its devices returns a `kiln_collectives_api`
+ * from `get_extension(context, KILN_EXTENSION_COLLECTIVES)`; NULL (or a plugin
+ * without get_extension) means it has none, and the frontend then reduces through
+ * host copies instead (counted in the fallback report).
+ *
+ * A communicator (`kiln_comm`) is one rank of a group: either one device of a group
+ * of devices in this process (`comm_init_group`, e.g. cpu:0..3 or cuda:0..7), or
+ * one process's device in a group spanning processes (`comm_init_rank`, bootstrapped
+ * by an id that rank 0 makes and the launcher's transport — e.g. MPI — hands to the
+ * others). Every collective is a call that each rank of the group makes with
+ * matching arguments; it is enqueued on `stream` of the rank's device (NULL: the
+ * default stream) like any op, and may return before it completes. Within one
+ * process the ranks' calls must be made from different threads (a rank's call may
+ * block until the others have arrived).
+ *
+ * Buffers are contiguous arrays of `count` elements of `dtype` on the rank's
+ * device; `send == recv` is in place. Reductions are over every float dtype and
+ * INT32/INT64 at least (KILN_STATUS_UNSUPPORTED names any other); AVG divides the
+ * sum by the group size (truncating for integers). The order in which a plugin
+ * adds the ranks' values is its own, but it must be the same on every call, so
+ * results are deterministic.
+ *
+ * Failures: arguments that differ between ranks (count, dtype, op, root, or a
+ * different collective) are reported on every rank as KILN_STATUS_INVALID_ARGUMENT,
+ * never mis-reduced. A rank that has not arrived within the communicator's
+ * `timeout_seconds` makes the call fail on every waiting rank with
+ * KILN_STATUS_DEVICE_ERROR naming the collective and the missing ranks; the
+ * communicator is then aborted (every later call fails at once) and must be
+ * destroyed.
+ */
+
+#define KILN_EXTENSION_COLLECTIVES "kiln.collectives.v1"
+#define KILN_COMM_ID_BYTES 128
+
+typedef struct kiln_comm kiln_comm;
+
+typedef enum kiln_reduce_op {
+  KILN_REDUCE_SUM = 1,
+  KILN_REDUCE_AVG = 2,
+  KILN_REDUCE_MIN = 3,
+  KILN_REDUCE_MAX = 4
+} kiln_reduce_op;
+
+/* The bootstrap id of a multi-process group: opaque bytes, copied as they are. */
+typedef struct kiln_comm_id {
+  uint8_t bytes[KILN_COMM_ID_BYTES];
+} kiln_comm_id;
+
+typedef struct kiln_collectives_api {
+  size_t struct_size; /* sizeof(kiln_collectives_api) as the plugin was built */
+
+  /* (optional) A group of `count` devices of this plugin in this process: fills
+   * comms[0..count), rank i on devices[i]. A device may appear only once.
+   * `timeout_seconds` > 0 bounds every wait of every later collective. */
+  kiln_status *(*comm_init_group)(void *context, kiln_device *const *devices, int32_t count,
+                                  double timeout_seconds, kiln_comm **comms);
+  /* (optional, with comm_init_rank) Makes the id of a new multi-process group; rank 0
+   * calls it and sends the bytes to the other ranks. */
+  kiln_status *(*comm_id_create)(void *context, kiln_comm_id *id);
+  /* (optional) Joins rank `rank` of an `nranks`-process group on `device`; every rank
+   * calls it with the same id. Blocks until all have joined or the timeout. */
+  kiln_status *(*comm_init_rank)(kiln_device *device, const kiln_comm_id *id, int32_t nranks,
+                                 int32_t rank, double timeout_seconds, kiln_comm **comm);
+  /* Releases one rank's communicator (after its work is done). */
+  kiln_status *(*comm_destroy)(kiln_comm *comm);
+
+  /* recv[i] = op over ranks of send[i], on every rank; `count` elements. */
+  kiln_status *(*all_reduce)(kiln_comm *comm, kiln_stream *stream, const void *send,
+                             void *recv, size_t count, int32_t dtype, int32_t op);
+  /* recv = root's send on every rank (`send` is read on the root only). */
+  kiln_status *(*broadcast)(kiln_comm *comm, kiln_stream *stream, const void *send,
+                            void *recv, size_t count, int32_t dtype, int32_t root);
+  /* recv[r * send_count + i] = rank r's send[i]; `recv` holds size * send_count
+   * elements. In place when send == recv + rank * send_count. */
+  kiln_status *(*all_gather)(kiln_comm *comm, kiln_stream *stream, const void *send,
+                             void *recv, size_t send_count, int32_t dtype);
+  /* recv[i] = op over ranks of send[rank * recv_count + i]; `send` holds
+   * size * recv_count elements. In place when recv == send + rank * recv_count. */
+  kiln_status *(*reduce_scatter)(kiln_comm *comm, kiln_stream *stream, const void *send,
+                                 void *recv, size_t recv_count, int32_t dtype, int32_t op);
+  /* Returns (on the host, not only on the stream) when every rank has called it. */
+  kiln_status *(*barrier)(kiln_comm *comm, kiln_stream *stream);
+} kiln_collectives_api;
+
+/* ------------------------------------------------------------------------------ */
 /* Pinned layouts of ABI 1.0. Changing any of these breaks every released plugin.  */
+/* (The frozen 1.0 header in tests/abi is what pins them; these macros name them.)  */
 /* ------------------------------------------------------------------------------ */
 
 /* The smallest table a 1.x loader accepts: everything up to and including
@@ -358,6 +471,14 @@ typedef kiln_status *(*kiln_plugin_init_fn)(const kiln_host_api *host,
 #define KILN_OP_ARGS_SIZE_1_0 ((size_t)(offsetof(kiln_op_args, stream) + sizeof(void *)))
 #define KILN_TENSOR_VIEW_SIZE_1_0 ((size_t)(offsetof(kiln_tensor_view, device) + sizeof(void *)))
 #define KILN_HOST_API_SIZE_1_0 ((size_t)(offsetof(kiln_host_api, reserved) + sizeof(int32_t)))
+
+/* What 1.1 appended: the table through copy_peer, the device properties through
+ * flags, and the collectives extension table through barrier. */
+#define KILN_PLUGIN_API_SIZE_1_1 ((size_t)(offsetof(kiln_plugin_api, copy_peer) + sizeof(void *)))
+#define KILN_DEVICE_PROPERTIES_SIZE_1_1 \
+  ((size_t)(offsetof(kiln_device_properties, flags) + sizeof(uint64_t)))
+#define KILN_COLLECTIVES_API_SIZE_1_1 \
+  ((size_t)(offsetof(kiln_collectives_api, barrier) + sizeof(void *)))
 
 /* ------------------------------------------------------------------------------ */
 /* Small inline helpers for kernels                                                */

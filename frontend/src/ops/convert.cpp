@@ -22,17 +22,21 @@ void* element_ptr(const detail::TensorImpl& t) {
   return static_cast<char*>(t.storage->data) + t.offset * static_cast<int64_t>(t.itemsize());
 }
 
-// Copies `bytes` contiguous bytes between devices of any plugins. CPU-plugin memory
-// is host memory, so one side being the CPU plugin needs a single copy; two
-// non-CPU devices are staged through a host buffer.
+// Copies `bytes` contiguous bytes between devices of any plugins, by the shortest
+// route: within a device, a device-to-device copy; between two devices of one plugin
+// that offers copy_peer, a peer copy; when one side's memory is host-accessible
+// (a device property), one copy by the other side; otherwise through a host buffer.
 void transfer(detail::DeviceContext* src, const void* src_ptr, detail::DeviceContext* dst,
               void* dst_ptr, size_t bytes) {
   if (bytes == 0) return;
   if (src == dst) {
     dst->copy(KILN_COPY_DEVICE_TO_DEVICE, dst_ptr, src_ptr, bytes);
-  } else if (src->is_cpu_plugin()) {
+  } else if (src->plugin() == dst->plugin() && dst->has_copy_peer()) {
+    dst->copy_peer(dst_ptr, *src, src_ptr, bytes);
+  } else if (src->host_accessible()) {
+    src->synchronize();  // work queued on the source device may still be writing it
     dst->copy(KILN_COPY_HOST_TO_DEVICE, dst_ptr, src_ptr, bytes);
-  } else if (dst->is_cpu_plugin()) {
+  } else if (dst->host_accessible()) {
     src->copy(KILN_COPY_DEVICE_TO_HOST, dst_ptr, src_ptr, bytes);
   } else {
     auto staging = std::make_unique<char[]>(bytes);

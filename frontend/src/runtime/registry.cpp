@@ -94,7 +94,19 @@ DeviceContext::DeviceContext(Plugin* plugin, int index, kiln_device* handle)
       index_(index),
       handle_(handle),
       device_(plugin->api->name, index),
-      name_(device_.str()) {}
+      name_(device_.str()) {
+  kiln_device_properties properties{};
+  properties.struct_size = sizeof properties;
+  if (kiln_status* status = api_->device_get_properties(api_->context, index, &properties)) {
+    log(KILN_LOG_WARNING, api_->name,
+        concat("device_get_properties(", index, ") failed: ", consume_status(status),
+               "; treating its memory as device memory"));
+    return;
+  }
+  // A 1.0 plugin knows no flags; the field stays 0 (device memory).
+  if (properties.struct_size >= offsetof(kiln_device_properties, flags) + sizeof properties.flags)
+    host_accessible_ = (properties.flags & KILN_DEVICE_FLAG_HOST_ACCESSIBLE) != 0;
+}
 
 bool DeviceContext::is_cpu_plugin() const { return std::string_view(api_->name) == "cpu"; }
 
@@ -150,6 +162,16 @@ void DeviceContext::deallocate(kiln_buffer* buffer) noexcept {
 void DeviceContext::copy(kiln_copy_kind kind, void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   check(api_->copy(handle_, nullptr, kind, dst, src, bytes), "copy");
+}
+
+bool DeviceContext::has_copy_peer() const { return plugin_->copy_peer != nullptr; }
+
+void DeviceContext::copy_peer(void* dst, DeviceContext& from, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  KILN_CHECK(from.plugin_ == plugin_ && plugin_->copy_peer, "copy_peer: ", from.name(), " -> ",
+             name_, " is not a peer copy within one plugin that provides it");
+  check(plugin_->copy_peer(handle_, nullptr, dst, from.handle_, src, bytes),
+        concat("copy_peer from ", from.name()).c_str());
 }
 
 void DeviceContext::synchronize() {
@@ -269,6 +291,21 @@ std::string Registry::load_plugin(const fs::path& path) {
   auto plugin = std::make_unique<Plugin>();
   plugin->path = path.string();
   plugin->api = api;
+  if (api->abi_minor >= 1 &&
+      api->struct_size >= offsetof(kiln_plugin_api, copy_peer) + sizeof api->copy_peer)
+    plugin->copy_peer = api->copy_peer;
+  if (api->get_extension) {
+    auto* collectives = static_cast<const kiln_collectives_api*>(
+        api->get_extension(api->context, KILN_EXTENSION_COLLECTIVES));
+    // Usable only if it holds the 1.1 table whole: every entry up to barrier.
+    if (collectives && collectives->struct_size >= offsetof(kiln_collectives_api, barrier) +
+                                                       sizeof collectives->barrier)
+      plugin->collectives = collectives;
+    else if (collectives)
+      log(KILN_LOG_WARNING, api->name,
+          concat("its collectives table is too small (", collectives->struct_size,
+                 " bytes); reducing through the host instead"));
+  }
   if (kiln_status* status = api->device_count(api->context, &plugin->device_count))
     return concat("device_count failed: ", consume_status(status));
   if (plugin->device_count < 0) plugin->device_count = 0;

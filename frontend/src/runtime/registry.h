@@ -44,7 +44,11 @@ class DeviceContext {
   const Device& device() const { return device_; }
   /// "cuda:0", for messages.
   const std::string& name() const { return name_; }
+  /// True for the plugin named "cpu": the reference the fallback runs on.
   bool is_cpu_plugin() const;
+  /// True when the host can use this device's memory directly (the device property
+  /// KILN_DEVICE_FLAG_HOST_ACCESSIBLE; never inferred from the plugin's name).
+  bool host_accessible() const { return host_accessible_; }
 
   /// The kernel for `op`, looked up in the plugin on first use.
   const KernelSlot& kernel(OpId op) {
@@ -58,6 +62,11 @@ class DeviceContext {
   std::shared_ptr<Storage> allocate(size_t bytes);
   void deallocate(kiln_buffer* buffer) noexcept;
   void copy(kiln_copy_kind kind, void* dst, const void* src, size_t bytes);
+  /// True when the plugin offers copy_peer (ABI 1.1) between two of its devices.
+  bool has_copy_peer() const;
+  /// Copies `bytes` from `src` on `from` (another device of the same plugin) to `dst`
+  /// here, device to device; ordered on both devices' default streams.
+  void copy_peer(void* dst, DeviceContext& from, const void* src, size_t bytes);
   void synchronize();
   MemoryStats memory_stats();
   void empty_cache();
@@ -75,6 +84,7 @@ class DeviceContext {
   kiln_device* handle_;
   Device device_;
   std::string name_;
+  bool host_accessible_ = false;
   std::mutex resolve_mutex_;
   std::array<KernelSlot, kNumOps> kernels_;
 };
@@ -82,6 +92,12 @@ class DeviceContext {
 struct Plugin {
   std::string path;
   const kiln_plugin_api* api = nullptr;
+  /// The plugin's entries that ABI 1.1 appended, NULL where its table is too small
+  /// (a 1.0 plugin) or it does not provide them.
+  kiln_status* (*copy_peer)(kiln_device*, kiln_stream*, void*, kiln_device*, const void*,
+                            size_t) = nullptr;
+  /// The "kiln.collectives.v1" extension, or NULL (looked up once, at load).
+  const kiln_collectives_api* collectives = nullptr;
   int32_t device_count = 0;
   std::mutex open_mutex;
   std::vector<std::unique_ptr<DeviceContext>> devices;  // index -> opened or null

@@ -10,6 +10,7 @@
 
 #include "kiln/autograd.h"
 #include "kiln/device.h"
+#include "kiln/distributed.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
 #include "kiln/ops.h"

@@ -4,4 +4,5 @@
 #include "kiln/nn/functional.h"
 #include "kiln/nn/init.h"
 #include "kiln/nn/module.h"
+#include "kiln/nn/data_parallel.h"
 #include "kiln/nn/modules.h"

@@ -25,6 +25,35 @@ Tensor Module::forward(const Tensor&) {
   KILN_FAIL(type_name_, " has no single-tensor forward(); call its own forward method");
 }
 
+std::shared_ptr<Module> Module::clone() const {
+  KILN_FAIL(type_name_, " does not implement clone(), which nn::DataParallel needs to replicate "
+            "it: override clone() (see kiln/nn/module.h)");
+}
+
+std::shared_ptr<Module> Module::copy_state_into(std::shared_ptr<Module> fresh) const {
+  KILN_CHECK(fresh, type_name_, "::clone: no module to copy into");
+  auto copy_all = [&](const StateDict& from, const StateDict& to, const char* what) {
+    KILN_CHECK(from.size() == to.size(), type_name_, "::clone: the copy has ", to.size(), " ",
+               what, ", the original ", from.size());
+    for (size_t i = 0; i < from.size(); ++i) {
+      const auto& [name, src] = from[i];
+      Tensor dst = to[i].second;
+      KILN_CHECK(name == to[i].first && src.defined() == dst.defined() &&
+                     (!src.defined() || src.shape() == dst.shape()),
+                 type_name_, "::clone: ", what, " '", name, "' differs in the copy ('", to[i].first,
+                 "')");
+      if (!src.defined()) continue;
+      NoGradGuard no_grad;
+      dst.set_data(src.detach().clone());
+      if (src.requires_grad() != dst.requires_grad()) dst.requires_grad_(src.requires_grad());
+    }
+  };
+  copy_all(named_parameters(), fresh->named_parameters(), "parameters");
+  copy_all(named_buffers(), fresh->named_buffers(), "buffers");
+  fresh->train(is_training());
+  return fresh;
+}
+
 Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
   check_name(name, "parameter");
   for (auto& [n, t] : parameters_)

@@ -42,6 +42,9 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias)
   reset_linear_like(weight, bias);
 }
 Tensor Linear::forward(const Tensor& x) { return F::linear(x, weight, bias); }
+std::shared_ptr<Module> Linear::clone() const {
+  return copy_state_into(std::make_shared<Linear>(in_, out_, bias.defined()));
+}
 std::string Linear::extra_repr() const {
   std::ostringstream s;
   s << "in_features=" << in_ << ", out_features=" << out_ << ", bias=" << (bias.defined() ? "true" : "false");
@@ -63,6 +66,9 @@ Tensor Conv2d::forward(const Tensor& x) {
   return F::conv2d(x, weight, bias, options_.stride_, options_.padding_, options_.dilation_,
                    options_.groups_);
 }
+std::shared_ptr<Module> Conv2d::clone() const {
+  return copy_state_into(std::make_shared<Conv2d>(in_, out_, kernel_, options_));
+}
 std::string Conv2d::extra_repr() const {
   std::ostringstream s;
   s << in_ << ", " << out_ << ", kernel_size=" << size2(kernel_) << ", stride=" << size2(options_.stride_)
@@ -78,6 +84,10 @@ Tensor MaxPool2d::forward(const Tensor& x) {
   return F::max_pool2d(x, kernel_, stride_, padding_, dilation_, ceil_mode_);
 }
 
+std::shared_ptr<Module> MaxPool2d::clone() const {
+  return copy_state_into(std::make_shared<MaxPool2d>(kernel_, stride_, padding_, dilation_, ceil_mode_));
+}
+
 AvgPool2d::AvgPool2d(Size2 kernel_size, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
                      bool count_include_pad)
     : Module("AvgPool2d"), kernel_(kernel_size), padding_(padding), stride_(stride),
@@ -86,9 +96,17 @@ Tensor AvgPool2d::forward(const Tensor& x) {
   return F::avg_pool2d(x, kernel_, stride_, padding_, ceil_mode_, count_include_pad_);
 }
 
+std::shared_ptr<Module> AvgPool2d::clone() const {
+  return copy_state_into(
+      std::make_shared<AvgPool2d>(kernel_, stride_, padding_, ceil_mode_, count_include_pad_));
+}
+
 AdaptiveAvgPool2d::AdaptiveAvgPool2d(Size2 output_size)
     : Module("AdaptiveAvgPool2d"), output_size_(output_size) {}
 Tensor AdaptiveAvgPool2d::forward(const Tensor& x) { return F::adaptive_avg_pool2d(x, output_size_); }
+std::shared_ptr<Module> AdaptiveAvgPool2d::clone() const {
+  return copy_state_into(std::make_shared<AdaptiveAvgPool2d>(output_size_));
+}
 
 BatchNorm::BatchNorm(const char* type_name, int64_t expected_dim, int64_t num_features, double eps,
                      double momentum, bool affine, bool track_running_stats)
@@ -115,6 +133,8 @@ Tensor BatchNorm::forward(const Tensor& x) {
   }
   return F::batch_norm(x, running_mean, running_var, weight, bias, use_batch_stats, momentum_, eps_);
 }
+std::shared_ptr<Module> BatchNorm1d::clone() const { return clone_as<BatchNorm1d>(); }
+std::shared_ptr<Module> BatchNorm2d::clone() const { return clone_as<BatchNorm2d>(); }
 std::string BatchNorm::extra_repr() const {
   std::ostringstream s;
   s << features_ << ", eps=" << eps_ << ", momentum=" << momentum_;
@@ -129,6 +149,9 @@ LayerNorm::LayerNorm(std::vector<int64_t> normalized_shape, double eps, bool ele
   }
 }
 Tensor LayerNorm::forward(const Tensor& x) { return F::layer_norm(x, shape_, weight, bias, eps_); }
+std::shared_ptr<Module> LayerNorm::clone() const {
+  return copy_state_into(std::make_shared<LayerNorm>(shape_, eps_, weight.defined()));
+}
 std::string LayerNorm::extra_repr() const {
   std::ostringstream s;
   s << IntArrayRef(shape_) << ", eps=" << eps_;
@@ -139,6 +162,7 @@ Dropout::Dropout(double p) : Module("Dropout"), p_(p) {
   KILN_CHECK(p >= 0 && p <= 1, "Dropout: p must be in [0, 1], got ", p);
 }
 Tensor Dropout::forward(const Tensor& x) { return F::dropout(x, p_, is_training()); }
+std::shared_ptr<Module> Dropout::clone() const { return copy_state_into(std::make_shared<Dropout>(p_)); }
 std::string Dropout::extra_repr() const {
   std::ostringstream s;
   s << "p=" << p_;
@@ -151,6 +175,9 @@ Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim) : Module("Em
   init::normal_(weight);
 }
 Tensor Embedding::forward(const Tensor& indices) { return F::embedding(indices, weight); }
+std::shared_ptr<Module> Embedding::clone() const {
+  return copy_state_into(std::make_shared<Embedding>(weight.size(0), weight.size(1)));
+}
 std::string Embedding::extra_repr() const {
   std::ostringstream s;
   s << weight.size(0) << ", " << weight.size(1);
@@ -160,6 +187,9 @@ std::string Embedding::extra_repr() const {
 Flatten::Flatten(int64_t start_dim, int64_t end_dim)
     : Module("Flatten"), start_(start_dim), end_(end_dim) {}
 Tensor Flatten::forward(const Tensor& x) { return x.flatten(start_, end_); }
+std::shared_ptr<Module> Flatten::clone() const {
+  return copy_state_into(std::make_shared<Flatten>(start_, end_));
+}
 
 Sequential::Sequential(std::vector<std::shared_ptr<Module>> modules) : Module("Sequential") {
   for (auto& m : modules) push_back(std::move(m));
@@ -167,6 +197,11 @@ Sequential::Sequential(std::vector<std::shared_ptr<Module>> modules) : Module("S
 void Sequential::push_back(std::shared_ptr<Module> module) {
   add_child(std::to_string(modules_.size()), module);
   modules_.push_back(std::move(module));
+}
+std::shared_ptr<Module> Sequential::clone() const {
+  auto copy = std::make_shared<Sequential>();
+  for (const auto& m : modules_) copy->push_back(m->clone());
+  return copy_state_into(copy);
 }
 Tensor Sequential::forward(const Tensor& x) {
   Tensor h = x;

@@ -76,14 +76,17 @@ FallbackCounters& counters() {
   return *c;
 }
 
-void record_fallback(OpId op, const DeviceContext* dev, double seconds, uint64_t bytes) {
+}  // namespace
+
+void record_fallback(const std::string& op, const std::string& device, double seconds,
+                     uint64_t bytes) {
   auto& c = counters();
   std::lock_guard lock(c.mutex);
-  auto [it, inserted] = c.entries.try_emplace({op_name(op), dev->name()});
+  auto [it, inserted] = c.entries.try_emplace({op, device});
   FallbackEntry& e = it->second;
   if (inserted) {
-    e.op = op_name(op);
-    e.device = dev->name();
+    e.op = op;
+    e.device = device;
     log(KILN_LOG_INFO, "dispatch",
         concat(e.op, " has no kernel on ", e.device, ": running it on the CPU plugin"));
     // At KILN_LOG_LEVEL=info the whole report is printed when the program ends.
@@ -97,6 +100,13 @@ void record_fallback(OpId op, const DeviceContext* dev, double seconds, uint64_t
   e.seconds += seconds;
   e.bytes_moved += bytes;
 }
+
+void check_fallback_allowed(const std::string& what) {
+  if (counters().mode.load() == FallbackMode::Error)
+    throw Error(concat("KILN_FALLBACK=error: ", what));
+}
+
+namespace {
 
 // A host copy of a device operand: same shape and strides, over a host buffer
 // that mirrors the byte range of the device storage the view can touch.
@@ -168,7 +178,7 @@ void run_on_cpu(OpId op, DeviceContext* dev, std::span<const TensorImpl* const> 
     moved += static_cast<uint64_t>(out[i].bytes);
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  record_fallback(op, dev, seconds, moved);
+  record_fallback(op_name(op), dev->name(), seconds, moved);
 }
 
 std::shared_ptr<TensorImpl> contiguous_temp(const TensorImpl& t) {

@@ -52,4 +52,13 @@ inline void dispatch(OpId op, Operands inputs, Operands outputs,
            std::span(attrs.begin(), attrs.size()));
 }
 
+/// For work outside the op table that a device cannot do itself and the frontend does
+/// on the host instead (collectives without a plugin implementation): throws when
+/// KILN_FALLBACK=error, naming `what`; otherwise does nothing.
+void check_fallback_allowed(const std::string& what);
+/// Counts one such host fallback of `op` (e.g. "kiln.all_reduce") on `device` in the
+/// fallback report.
+void record_fallback(const std::string& op, const std::string& device, double seconds,
+                     uint64_t bytes_moved);
+
 }  // namespace kiln::detail

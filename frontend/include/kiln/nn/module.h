@@ -85,10 +85,25 @@ class Module {
   /// Writes the module tree, e.g. "Sequential(\n  (0): Linear(in=784, out=10)\n)".
   virtual void pretty_print(std::ostream& out) const;
 
+  /// A deep copy: same structure, parameter and buffer values (on the same devices),
+  /// requires_grad flags and train/eval mode, sharing no tensor with this module.
+  /// Every built-in layer implements it; a custom module overrides it to be used with
+  /// nn::DataParallel, typically as
+  ///   std::shared_ptr<Module> clone() const override {
+  ///     return copy_state_into(std::make_shared<Net>(/* same options */));
+  ///   }
+  /// (submodules registered by the constructor are then copied too). The default
+  /// throws kiln::Error naming the type.
+  virtual std::shared_ptr<Module> clone() const;
+
  protected:
   /// Extra details inside the parentheses of pretty_print, e.g. "in=784, out=10".
   virtual std::string extra_repr() const { return ""; }
   void add_child(const std::string& name, std::shared_ptr<Module> module);
+  /// Copies this module's parameters and buffers (recursively, by name), their
+  /// requires_grad flags and the training mode into `fresh`, a newly built module of
+  /// the same structure, and returns it. Throws if the names or shapes differ.
+  std::shared_ptr<Module> copy_state_into(std::shared_ptr<Module> fresh) const;
 
  private:
   void collect(const std::string& prefix, bool recurse, bool params, bool buffers,

@@ -22,6 +22,7 @@ class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) override;
+  std::shared_ptr<Module> clone() const override;
   Tensor weight, bias;
 
  protected:
@@ -48,6 +49,7 @@ class Conv2d : public Module {
   Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel_size,
          Conv2dOptions options = {});
   Tensor forward(const Tensor& x) override;
+  std::shared_ptr<Module> clone() const override;
   Tensor weight, bias;
 
  protected:
@@ -64,6 +66,7 @@ class MaxPool2d : public Module {
   explicit MaxPool2d(Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
                      Size2 padding = 0, Size2 dilation = 1, bool ceil_mode = false);
   Tensor forward(const Tensor& x) override;
+  std::shared_ptr<Module> clone() const override;
 
  private:
   Size2 kernel_, padding_, dilation_;
@@ -76,6 +79,7 @@ class AvgPool2d : public Module {
   explicit AvgPool2d(Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
                      Size2 padding = 0, bool ceil_mode = false, bool count_include_pad = true);
   Tensor forward(const Tensor& x) override;
+  std::shared_ptr<Module> clone() const override;
 
  private:
   Size2 kernel_, padding_;
@@ -87,6 +91,7 @@ class AdaptiveAvgPool2d : public Module {
  public:
   explicit AdaptiveAvgPool2d(Size2 output_size);
   Tensor forward(const Tensor& x) override;
+  std::shared_ptr<Module> clone() const override;
 
  private:
   Size2 output_size_;
@@ -103,6 +108,12 @@ class BatchNorm : public Module {
 
  protected:
   std::string extra_repr() const override;
+  /// copy_state_into(make(features, eps, momentum, affine, track_running_stats)).
+  template <class Derived>
+  std::shared_ptr<Module> clone_as() const {
+    return copy_state_into(std::make_shared<Derived>(features_, eps_, momentum_, weight.defined(),
+                                                     running_mean.defined()));
+  }
 
  private:
   int64_t expected_dim_, features_;
@@ -114,6 +125,7 @@ class BatchNorm1d : public BatchNorm {
   explicit BatchNorm1d(int64_t num_features, double eps = 1e-5, double momentum = 0.1,
                        bool affine = true, bool track_running_stats = true)
       : BatchNorm("BatchNorm1d", 2, num_features, eps, momentum, affine, track_running_stats) {}
+  std::shared_ptr<Module> clone() const override;
 };
 
 class BatchNorm2d : public BatchNorm {
@@ -121,6 +133,7 @@ class BatchNorm2d : public BatchNorm {
   explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1,
                        bool affine = true, bool track_running_stats = true)
       : BatchNorm("BatchNorm2d", 4, num_features, eps, momentum, affine, track_running_stats) {}
+  std::shared_ptr<Module> clone() const override;
 };
 
 class LayerNorm : public Module {
@@ -128,6 +141,7 @@ class LayerNorm : public Module {
   explicit LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5,
                      bool elementwise_affine = true);
   Tensor forward(const Tensor& x) override;
+  std::shared_ptr<Module> clone() const override;
   Tensor weight, bias;
 
  protected:
@@ -143,6 +157,7 @@ class Dropout : public Module {
  public:
   explicit Dropout(double p = 0.5);
   Tensor forward(const Tensor& x) override;
+  std::shared_ptr<Module> clone() const override;
 
  protected:
   std::string extra_repr() const override;
@@ -156,6 +171,7 @@ class Embedding : public Module {
  public:
   Embedding(int64_t num_embeddings, int64_t embedding_dim);
   Tensor forward(const Tensor& indices) override;
+  std::shared_ptr<Module> clone() const override;
   Tensor weight;
 
  protected:
@@ -166,6 +182,7 @@ class Flatten : public Module {
  public:
   explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1);
   Tensor forward(const Tensor& x) override;
+  std::shared_ptr<Module> clone() const override;
 
  private:
   int64_t start_, end_;
@@ -174,12 +191,14 @@ class Flatten : public Module {
 class ReLU : public Module {
  public:
   ReLU() : Module("ReLU") {}
+  std::shared_ptr<Module> clone() const override { return std::make_shared<ReLU>(); }
   Tensor forward(const Tensor& x) override { return x.relu(); }
 };
 class GELU : public Module {
  public:
   explicit GELU(std::string approximate = "none") : Module("GELU"), approximate_(std::move(approximate)) {}
   Tensor forward(const Tensor& x) override { return x.gelu(approximate_); }
+  std::shared_ptr<Module> clone() const override { return std::make_shared<GELU>(approximate_); }
 
  private:
   std::string approximate_;
@@ -187,11 +206,13 @@ class GELU : public Module {
 class Sigmoid : public Module {
  public:
   Sigmoid() : Module("Sigmoid") {}
+  std::shared_ptr<Module> clone() const override { return std::make_shared<Sigmoid>(); }
   Tensor forward(const Tensor& x) override { return x.sigmoid(); }
 };
 class Tanh : public Module {
  public:
   Tanh() : Module("Tanh") {}
+  std::shared_ptr<Module> clone() const override { return std::make_shared<Tanh>(); }
   Tensor forward(const Tensor& x) override { return x.tanh(); }
 };
 
@@ -202,6 +223,7 @@ class Sequential : public Module {
   explicit Sequential(std::vector<std::shared_ptr<Module>> modules);
   void push_back(std::shared_ptr<Module> module);
   Tensor forward(const Tensor& x) override;
+  std::shared_ptr<Module> clone() const override;
   size_t size() const { return modules_.size(); }
   std::shared_ptr<Module> operator[](size_t i) const { return modules_.at(i); }
 

@@ -1,0 +1,105 @@
+#pragma once
+/// @file distributed.h
+/// Collectives over a group of devices in this process: all-reduce, broadcast,
+/// all-gather, reduce-scatter and barrier, as torch.distributed and NCCL offer them.
+///
+///   kiln::distributed::Communicator comm({"cpu:0", "cpu:1"});
+///   std::vector<kiln::Tensor> grads = {g0, g1};          // g0 on cpu:0, g1 on cpu:1
+///   comm.all_reduce(grads, kiln::distributed::ReduceOp::Avg);  // both now hold the mean
+///
+/// Rank i of the group is `devices()[i]`; every collective takes one tensor per rank,
+/// tensor i on device i, all of one dtype and element count. When the devices' plugin
+/// implements the ABI's collectives (the CPU plugin does, across KILN_CPU_DEVICES), it
+/// runs them device side; otherwise Kiln copies the tensors to the host, reduces
+/// there and copies back, so any backend works (slowly); that path is counted in
+/// `kiln::fallback_report()` under "kiln.all_reduce" etc. and refused under
+/// KILN_FALLBACK=error.
+///
+/// Results are deterministic: reductions combine the ranks in rank order 0, 1, ...
+/// (float16/bfloat16 accumulate in float32 and round once; int32 in int64).
+/// A rank that does not arrive within the timeout (KILN_COLLECTIVE_TIMEOUT, default
+/// 300 s) makes the collective throw kiln::Error naming it; the communicator is
+/// then unusable. Errors name the collective, the group and the offending rank.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/device.h"
+#include "kiln/tensor.h"
+
+namespace kiln::distributed {
+
+enum class ReduceOp { Sum, Avg, Min, Max };
+
+/// "sum", "avg", "min", "max".
+const char* reduce_op_name(ReduceOp op);
+
+struct CommunicatorOptions {
+  /// How long a rank waits for the others (seconds, > 0). Default: the environment
+  /// variable KILN_COLLECTIVE_TIMEOUT, else 300.
+  CommunicatorOptions& timeout(double seconds) {
+    timeout_ = seconds;
+    return *this;
+  }
+  /// Ignore the plugin's collectives and reduce through host copies (for testing
+  /// and debugging a plugin's collectives against the reference path).
+  CommunicatorOptions& host_staged(bool on) {
+    host_staged_ = on;
+    return *this;
+  }
+  std::optional<double> timeout_;
+  bool host_staged_ = false;
+};
+
+/// The timeout a CommunicatorOptions without one gets: KILN_COLLECTIVE_TIMEOUT
+/// (seconds; an invalid value logs a warning) or 300.
+double default_collective_timeout();
+
+/// One rank per device, all devices of one plugin, each at most once.
+class Communicator {
+ public:
+  explicit Communicator(std::vector<Device> devices, CommunicatorOptions options = {});
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int size() const;
+  const std::vector<Device>& devices() const;
+  /// True when the plugin's collectives do the work, false on the host-staged path.
+  bool native() const;
+  double timeout_seconds() const;
+
+  /// outputs[i] = op over ranks of inputs[i]. In place when they are the same tensors.
+  void all_reduce(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                  ReduceOp op = ReduceOp::Sum);
+  void all_reduce(const std::vector<Tensor>& tensors, ReduceOp op = ReduceOp::Sum) {
+    all_reduce(tensors, tensors, op);
+  }
+  /// outputs[i] = inputs[root] on every rank (inputs[i] is read on the root only).
+  void broadcast(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                 int root = 0);
+  void broadcast(const std::vector<Tensor>& tensors, int root = 0) {
+    broadcast(tensors, tensors, root);
+  }
+  /// outputs[i], of size() * n elements, holds every rank's input (n elements each)
+  /// in rank order, flattened.
+  void all_gather(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs);
+  /// outputs[i] (n elements) = op over ranks of elements [i*n, (i+1)*n) of the
+  /// flattened inputs (size() * n elements each).
+  void reduce_scatter(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                      ReduceOp op = ReduceOp::Sum);
+  /// Returns when every rank's device has finished the work queued before it.
+  void barrier();
+
+  /// "[cpu:0, cpu:1]", for messages.
+  std::string str() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln::distributed

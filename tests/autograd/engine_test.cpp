@@ -168,3 +168,40 @@ TEST(Autograd, RequiresGradOnlyForFloatingLeaves) {
 }
 
 }  // namespace
+
+namespace kiln::test {
+namespace {
+
+TEST(AutogradHooks, PostAccumulateHookSeesTheSummedGradientOncePerPass) {
+  Tensor w = ones({3}).requires_grad_();
+  std::vector<std::vector<float>> seen;
+  autograd::register_post_accumulate_grad_hook(w, [&](const Tensor& leaf) {
+    seen.push_back(leaf.grad().to_vector<float>());
+  });
+  ((w * 2).sum() + (w * 3).sum()).backward();  // two uses, one accumulation
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], std::vector<float>(3, 5.0f));
+  (w * 1).sum().backward();  // accumulates onto .grad
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1], std::vector<float>(3, 6.0f));
+  Tensor not_leaf = w * 2;
+  EXPECT_THROW(autograd::register_post_accumulate_grad_hook(not_leaf, [](const Tensor&) {}), Error);
+}
+
+TEST(AutogradHooks, QueuedCallbacksRunWhenThePassEnds) {
+  Tensor a = ones({2}).requires_grad_();
+  Tensor b = ones({2}).requires_grad_();
+  std::vector<std::string> order;
+  autograd::register_post_accumulate_grad_hook(a, [&](const Tensor&) {
+    order.push_back("a");
+    autograd::queue_callback([&] { order.push_back("end:" + std::to_string(b.grad().defined())); });
+  });
+  autograd::register_post_accumulate_grad_hook(b, [&](const Tensor&) { order.push_back("b"); });
+  (a * b).sum().backward();
+  ASSERT_EQ(order.size(), 3u);
+  EXPECT_EQ(order.back(), "end:1") << "the callback ran before every gradient was accumulated";
+  EXPECT_THROW(autograd::queue_callback([] {}), Error);  // no pass running
+}
+
+}  // namespace
+}  // namespace kiln::test

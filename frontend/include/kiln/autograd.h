@@ -85,6 +85,19 @@ class Node {
   bool released = false;
 };
 
+/// Calls `hook(leaf)` each time a backward pass has accumulated a gradient into
+/// `leaf.grad()` (torch's register_post_accumulate_grad_hook): once per backward
+/// pass that reaches the leaf, after all its incoming gradients were summed. What
+/// DistributedDataParallel uses to start reducing gradients while backward still
+/// runs. `leaf` must be a leaf tensor that requires grad; hooks stay for the life of
+/// the tensor.
+void register_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(const Tensor&)> hook);
+
+/// Runs `callback` on this thread when the backward pass it is running finishes
+/// (torch's queue_callback), after every node; callbacks run in the order queued and
+/// may throw (backward() then throws). Throws kiln::Error outside a backward pass.
+void queue_callback(std::function<void()> callback);
+
 /// State shared by forward and backward of a user-defined Function.
 class AutogradContext {
  public:

@@ -53,6 +53,9 @@ class AccumulateGrad final : public Node {
     } else {
       meta.grad.add_(g);
     }
+    // By index: a hook may register another.
+    for (size_t i = 0; i < meta.post_accumulate_grad_hooks.size(); ++i)
+      meta.post_accumulate_grad_hooks[i](leaf);
     return {};
   }
   std::string name() const override { return "AccumulateGrad"; }
@@ -228,11 +231,44 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
 
 // -- the engine ------------------------------------------------------------------------
 
+namespace {
+// The callbacks queued during the backward pass this thread is running, or null.
+thread_local std::vector<std::function<void()>>* queued_callbacks = nullptr;
+}  // namespace
+
+namespace autograd {
+
+void register_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(const Tensor&)> hook) {
+  kiln::detail::impl_of(leaf, "register_post_accumulate_grad_hook");
+  KILN_CHECK(leaf.requires_grad() && !leaf.impl()->autograd->grad_fn,
+             "register_post_accumulate_grad_hook: expected a leaf tensor that requires grad "
+             "(shape ", leaf.shape(), ")");
+  leaf.impl()->autograd->post_accumulate_grad_hooks.push_back(std::move(hook));
+}
+
+void queue_callback(std::function<void()> callback) {
+  KILN_CHECK(queued_callbacks != nullptr, "queue_callback: no backward pass is running on this "
+             "thread");
+  queued_callbacks->push_back(std::move(callback));
+}
+
+}  // namespace autograd
+
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
               bool retain_graph) {
   KILN_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "backward: got ",
              grad_outputs.size(), " gradients for ", outputs.size(), " outputs");
   NoGradGuard no_grad;
+  // Callbacks queued by hooks of this pass run at its end; a nested backward (from a
+  // hook or a custom Function) keeps its own list.
+  std::vector<std::function<void()>> callbacks;
+  struct CallbackScope {
+    std::vector<std::function<void()>>* saved;
+    explicit CallbackScope(std::vector<std::function<void()>>* mine) : saved(queued_callbacks) {
+      queued_callbacks = mine;
+    }
+    ~CallbackScope() { queued_callbacks = saved; }
+  } callback_scope(&callbacks);
 
   struct Task {
     std::vector<Tensor> grads;
@@ -310,6 +346,7 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& gra
       if (--tasks[e.node.get()].dependencies == 0) ready.push(e.node.get());
     }
   }
+  for (size_t i = 0; i < callbacks.size(); ++i) callbacks[i]();  // may queue more
 }
 
 // -- user-defined functions ----------------------------------------------------------

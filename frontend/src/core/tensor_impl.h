@@ -4,7 +4,9 @@
 
 #include <boost/container/small_vector.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "kiln/c_api.h"
 #include "kiln/dtype.h"
@@ -42,6 +44,8 @@ struct AutogradMeta {
   std::shared_ptr<autograd::Node> grad_fn;  // null for leaves
   uint32_t output_nr = 0;
   std::weak_ptr<autograd::Node> grad_accumulator;  // leaves only
+  /// Called after each accumulation into `grad` (leaves only).
+  std::vector<std::function<void(const Tensor&)>> post_accumulate_grad_hooks;
 };
 
 struct TensorImpl {

@@ -308,5 +308,67 @@ TEST(DataLoader, EmptyDataset) {
   EXPECT_EQ(batches, 0);
 }
 
+TEST(DistributedSampler, ShardsAreDisjointSeededAndCoverTheEpoch) {
+  for (bool drop_last : {false, true})
+    for (int64_t n : {0, 1, 10, 11, 97})
+      for (int64_t replicas : {1, 2, 3, 4}) {
+        SCOPED_TRACE("n=" + std::to_string(n) + " replicas=" + std::to_string(replicas) +
+                     (drop_last ? " drop_last" : ""));
+        std::vector<int64_t> seen;
+        std::vector<std::vector<int64_t>> shards;
+        for (int64_t r = 0; r < replicas; ++r) {
+          data::DistributedSampler s(n, replicas, r, /*shuffle=*/true, /*seed=*/9, drop_last);
+          s.set_epoch(3);
+          shards.push_back(s.indices());
+          EXPECT_EQ(static_cast<int64_t>(shards.back().size()), s.size());
+          seen.insert(seen.end(), shards.back().begin(), shards.back().end());
+        }
+        for (size_t r = 1; r < shards.size(); ++r) EXPECT_EQ(shards[r].size(), shards[0].size());
+        std::sort(seen.begin(), seen.end());
+        const auto distinct = static_cast<int64_t>(std::unique(seen.begin(), seen.end()) - seen.begin());
+        if (drop_last) {
+          EXPECT_EQ(distinct, static_cast<int64_t>(seen.size())) << "shards overlap";
+          EXPECT_EQ(distinct, n / replicas * replicas);
+        } else {
+          EXPECT_EQ(distinct, n) << "some sample is in no shard";
+        }
+      }
+  // The same (seed, epoch) on every rank; another epoch, another order.
+  data::DistributedSampler a(100, 2, 0, true, 5), b(100, 2, 0, true, 5);
+  EXPECT_EQ(a.indices(), b.indices());
+  b.set_epoch(1);
+  EXPECT_NE(a.indices(), b.indices());
+  EXPECT_THROW(data::DistributedSampler(10, 2, 2), Error);
+  EXPECT_THROW(data::DistributedSampler(10, 0, 0), Error);
+}
+
+TEST(DistributedSampler, RanksBatchesTogetherAreTheSingleProcessBatch) {
+  auto dataset = counting(64);
+  DataLoader whole(dataset, DataLoaderOptions().batch_size(16).shuffle(true).seed(4).prefetch(false));
+  whole.set_epoch(2);
+  std::vector<std::vector<int64_t>> global;
+  for (auto& batch : whole) {
+    auto v = batch.target.to_vector<int64_t>();
+    std::sort(v.begin(), v.end());
+    global.push_back(v);
+  }
+  std::vector<std::vector<int64_t>> combined(global.size());
+  for (int64_t r = 0; r < 4; ++r) {
+    DataLoader part(dataset, DataLoaderOptions().batch_size(4).shuffle(true).seed(4).prefetch(false)
+                                 .distributed(4, r));
+    part.set_epoch(2);
+    EXPECT_EQ(part.size(), 4);
+    size_t b = 0;
+    for (auto& batch : part) {
+      auto v = batch.target.to_vector<int64_t>();
+      combined[b].insert(combined[b].end(), v.begin(), v.end());
+      ++b;
+    }
+  }
+  for (auto& c : combined) std::sort(c.begin(), c.end());
+  EXPECT_EQ(combined, global);
+  EXPECT_THROW(DataLoader(dataset, DataLoaderOptions().distributed(2, 5)), Error);
+}
+
 }  // namespace
 }  // namespace kiln::test

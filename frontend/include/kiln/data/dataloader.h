@@ -88,6 +88,13 @@ struct DataLoaderOptions {
     transform_ = std::move(v);
     return *this;
   }
+  /// Visit only this rank's shard of every epoch, as torch's DistributedSampler
+  /// (see DistributedSampler below): with shuffle, all ranks must use the same seed.
+  DataLoaderOptions& distributed(int64_t num_replicas, int64_t rank) {
+    num_replicas_ = num_replicas;
+    rank_ = rank;
+    return *this;
+  }
 
   int64_t batch_size() const { return batch_size_; }
   bool shuffle() const { return shuffle_; }
@@ -97,6 +104,8 @@ struct DataLoaderOptions {
   int64_t prefetch_depth() const { return prefetch_depth_; }
   const std::optional<Device>& device() const { return device_; }
   const Transform& transform() const { return transform_; }
+  int64_t num_replicas() const { return num_replicas_; }
+  int64_t rank() const { return rank_; }
 
  private:
   int64_t batch_size_ = 1;
@@ -107,6 +116,40 @@ struct DataLoaderOptions {
   int64_t prefetch_depth_ = 2;
   std::optional<Device> device_;
   Transform transform_;
+  int64_t num_replicas_ = 1;
+  int64_t rank_ = 0;
+};
+
+/// Which samples each of `num_replicas` ranks visits, as torch.utils.data's
+/// DistributedSampler: the epoch's order (0..n-1, or with shuffle a permutation that
+/// depends only on (seed, epoch), the same on every rank) is padded by repeating its
+/// first samples to a multiple of num_replicas (or, with drop_last, cut down to one),
+/// and rank r takes every num_replicas-th sample from position r. The ranks' shards
+/// are then disjoint (with drop_last, or when n divides evenly) and together cover
+/// the epoch, and the j-th batches of all ranks together hold the samples of one
+/// single-process batch num_replicas times larger.
+///
+///   DistributedSampler sampler(dataset.size(), group->size(), group->rank(), true, 42);
+///   sampler.set_epoch(epoch);
+///   for (int64_t i : sampler.indices()) ...
+class DistributedSampler {
+ public:
+  /// Throws kiln::Error unless num_replicas >= 1 and 0 <= rank < num_replicas.
+  DistributedSampler(int64_t dataset_size, int64_t num_replicas, int64_t rank, bool shuffle = true,
+                     uint64_t seed = 0, bool drop_last = false);
+  void set_epoch(int64_t epoch) { epoch_ = epoch; }
+  int64_t epoch() const { return epoch_; }
+  /// Samples per rank and epoch.
+  int64_t size() const;
+  /// This rank's samples for the current epoch, in order.
+  std::vector<int64_t> indices() const;
+
+ private:
+  int64_t n_, replicas_, rank_;
+  bool shuffle_;
+  uint64_t seed_;
+  bool drop_last_;
+  int64_t epoch_ = 0;
 };
 
 namespace detail {
@@ -142,7 +185,8 @@ class DataLoader {
   const DataLoaderOptions& options() const { return options_; }
 
   /// The dataset indices epoch `epoch` visits, in order: 0..n-1 without shuffle,
-  /// else a permutation determined by (seed, epoch). Batch b is the slice
+  /// else a permutation determined by (seed, epoch); with distributed(), this rank's
+  /// shard of it (DistributedSampler). Batch b is the slice
   /// [b * batch_size, (b + 1) * batch_size) of it.
   std::vector<int64_t> sample_order(int64_t epoch) const;
 

@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
   dataset-fashion-mnist    # the training example's data
+  libopenmpi-dev openmpi-bin  # many processes: Kiln::mpi, mpirun (tests run it on loopback)
 )
 
 missing=()

@@ -102,4 +102,47 @@ class Communicator {
   std::unique_ptr<Impl> impl_;
 };
 
+// -- many processes ----------------------------------------------------------------------
+
+/// A collective started by a ProcessGroup and not yet waited for.
+class Work {
+ public:
+  virtual ~Work() = default;
+  /// Blocks until the collective is done. Throws kiln::Error naming the collective and
+  /// the group when it failed, or when it did not finish within the group's timeout.
+  virtual void wait() = 0;
+};
+
+/// This process's rank in a group of processes, as torch.distributed's
+/// ProcessGroup: every rank calls the same collectives in the same order, each with
+/// one tensor of its own (contiguous, on any device; the group stages through the
+/// host what its transport cannot reach). Arguments that disagree between ranks are
+/// detected and reported on every rank, never mis-reduced. Implementations:
+/// kiln::distributed::mpi (kiln/distributed/mpi.h, library Kiln::mpi).
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// "mpi, rank 1 of 4", for messages.
+  virtual std::string str() const = 0;
+
+  /// Starts reducing `tensor` in place across the ranks; wait() on the result before
+  /// reading or writing the tensor again.
+  virtual std::shared_ptr<Work> all_reduce_async(const Tensor& tensor,
+                                                 ReduceOp op = ReduceOp::Sum) = 0;
+  void all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::Sum) {
+    all_reduce_async(tensor, op)->wait();
+  }
+  /// tensor = rank `root`'s tensor, on every rank.
+  virtual void broadcast(const Tensor& tensor, int root = 0) = 0;
+  /// output (size() * input.numel() elements) = every rank's input, in rank order.
+  virtual void all_gather(const Tensor& input, const Tensor& output) = 0;
+  /// Returns when every rank has called it.
+  virtual void barrier() = 0;
+
+  /// True on rank 0: the rank that writes checkpoints and logs (is_main_process()).
+  bool is_main() const { return rank() == 0; }
+};
+
 }  // namespace kiln::distributed

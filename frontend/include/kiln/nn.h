@@ -5,4 +5,5 @@
 #include "kiln/nn/init.h"
 #include "kiln/nn/module.h"
 #include "kiln/nn/data_parallel.h"
+#include "kiln/nn/distributed_data_parallel.h"
 #include "kiln/nn/modules.h"

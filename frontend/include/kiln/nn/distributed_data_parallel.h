@@ -1,0 +1,104 @@
+#pragma once
+/// @file distributed_data_parallel.h
+/// kiln::nn::DistributedDataParallel: one process per device, gradients averaged
+/// across processes while backward runs, as torch.nn.parallel.DistributedDataParallel.
+///
+///   auto group = kiln::distributed::mpi::init();            // mpirun -np 4 ./train
+///   auto ddp = std::make_shared<kiln::nn::DistributedDataParallel>(model, group);
+///   kiln::optim::SGD opt(ddp->parameters(), ...);
+///   for (auto& batch : loader) {                             // each rank its own shard
+///     opt.zero_grad();
+///     F::cross_entropy(ddp->forward(batch.input), batch.target).backward();
+///     opt.step();                                            // same update on every rank
+///   }
+///
+/// Construction checks that every rank has the same parameters (names' order, shapes
+/// and dtypes; a mismatch is an error on every rank naming the parameter and both
+/// shapes) and copies rank 0's parameters and buffers to the others. The parameters
+/// are divided into buckets of about `bucket_cap_mb` (25 MB, PyTorch's default; the
+/// first bucket 1 MB so that communication starts early) in reverse registration
+/// order, roughly the order backward produces their gradients. As soon as every
+/// gradient of a bucket has been accumulated, the bucket is flattened and its
+/// all-reduce (the mean over ranks) starts on the group, while backward goes on with
+/// the earlier layers; buckets start in index order on every rank, as collectives
+/// must. When backward ends, DDP waits for the buckets and writes the averaged
+/// gradients back into each parameter's .grad(). Every parameter must receive a
+/// gradient in every synchronized backward pass (else an error names the ones that
+/// did not). With broadcast_buffers (default), forward first copies rank 0's
+/// buffers (BatchNorm running statistics) to every rank.
+
+#include <memory>
+#include <vector>
+
+#include "kiln/distributed.h"
+#include "kiln/nn/module.h"
+
+namespace kiln::nn {
+
+struct DistributedDataParallelOptions {
+  /// Target bucket size in MB (> 0).
+  DistributedDataParallelOptions& bucket_cap_mb(double v) {
+    bucket_cap_mb_ = v;
+    return *this;
+  }
+  /// Copy rank 0's buffers to every rank at each forward.
+  DistributedDataParallelOptions& broadcast_buffers(bool v) {
+    broadcast_buffers_ = v;
+    return *this;
+  }
+  double bucket_cap_mb_ = 25;
+  bool broadcast_buffers_ = true;
+};
+
+class DistributedDataParallel : public Module {
+ public:
+  DistributedDataParallel(std::shared_ptr<Module> module,
+                          std::shared_ptr<distributed::ProcessGroup> group,
+                          DistributedDataParallelOptions options = {});
+  ~DistributedDataParallel() override;
+
+  Tensor forward(const Tensor& input) override;
+
+  /// While the returned guard lives, backward passes accumulate gradients locally and
+  /// reduce nothing (gradient accumulation); the first backward after it reduces
+  /// everything accumulated.
+  class NoSyncGuard {
+   public:
+    explicit NoSyncGuard(DistributedDataParallel& ddp);
+    ~NoSyncGuard();
+    NoSyncGuard(const NoSyncGuard&) = delete;
+    NoSyncGuard& operator=(const NoSyncGuard&) = delete;
+
+   private:
+    DistributedDataParallel& ddp_;
+    bool previous_;
+  };
+  NoSyncGuard no_sync() { return NoSyncGuard(*this); }
+
+  /// What the last synchronized backward pass did, for tests and profiling.
+  struct Stats {
+    /// Parameters per bucket, in launch order.
+    std::vector<size_t> bucket_sizes;
+    /// Gradients that became ready after the first bucket's all-reduce had started:
+    /// > 0 means communication overlapped with backward.
+    size_t grads_ready_after_first_launch = 0;
+    /// Seconds from the first gradient of the pass to each bucket's launch, and to
+    /// the last gradient.
+    std::vector<double> launch_seconds;
+    double last_grad_seconds = 0;
+  };
+  Stats last_stats() const;
+
+  const std::shared_ptr<Module>& module() const { return module_; }
+  const std::shared_ptr<distributed::ProcessGroup>& process_group() const { return group_; }
+
+  struct State;
+
+ private:
+  std::shared_ptr<Module> module_;
+  std::shared_ptr<distributed::ProcessGroup> group_;
+  DistributedDataParallelOptions options_;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace kiln::nn

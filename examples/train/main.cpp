@@ -4,6 +4,15 @@
 //   KILN_BACKEND=cuda kiln-train --model cnn                # the same on a GPU
 //   kiln-train --checkpoint run.safetensors                 # saves after every epoch
 //   kiln-train --checkpoint run.safetensors --resume        # continues, bit-identically
+//   KILN_CPU_DEVICES=2 kiln-train --devices cpu:0,cpu:1     # nn::DataParallel in one process
+//   mpirun -np 4 kiln-train                                 # DistributedDataParallel, 4 processes
+//
+// Under an MPI launcher (detected from its environment) every process is one rank:
+// it trains on its own shard of each epoch (DistributedSampler) with --batch-size
+// samples per step, so the global batch is ranks x --batch-size; gradients are
+// averaged by DistributedDataParallel; rank 0 alone evaluates, prints, writes
+// --checkpoint and --metrics-json. Each rank uses device <backend>:<local rank>
+// when its backend has that many devices (one GPU per process), else device 0.
 //
 // Determinism: everything random is a function of --seed (initialization, dropout
 // masks through the Philox generator; shuffling and flips through (seed, epoch,
@@ -16,7 +25,7 @@
 #include <kiln/data/transforms.h>
 #include <kiln/io/safetensors.h>
 #include <kiln/kiln.h>
-#include <kiln/nn/functional.h>
+#include <kiln/nn.h>
 #include <kiln/optim/adam.h>
 #include <kiln/optim/rmsprop.h>
 #include <kiln/optim/scheduler.h>
@@ -27,6 +36,10 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+
+#if KILN_TRAIN_HAS_MPI
+#include <kiln/distributed/mpi.h>
+#endif
 
 #include "models.h"
 #include "progress.h"
@@ -41,6 +54,7 @@ struct Args {
   std::string optimizer = "adam";
   std::string schedule = "cosine";
   std::string device;
+  std::string devices;
   std::string data;
   std::string checkpoint;
   std::string metrics_json;
@@ -198,8 +212,48 @@ int64_t restore(const Args& a, const kiln::io::SafetensorsFile& file, kiln::nn::
   return std::stoll(meta("epochs_done"));
 }
 
+// "cpu:0,cpu:1" -> devices; errors name the argument.
+std::vector<kiln::Device> parse_devices(const std::string& list) {
+  std::vector<kiln::Device> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    std::string item = list.substr(start, end - start);
+    KILN_CHECK(!item.empty(), "--devices '", list, "': empty device name");
+    out.emplace_back(item);
+    start = end + 1;
+  }
+  return out;
+}
+
+// The process group when an MPI launcher started this process, else null.
+std::shared_ptr<kiln::distributed::ProcessGroup> process_group() {
+#if KILN_TRAIN_HAS_MPI
+  if (kiln::distributed::mpi::launched()) return kiln::distributed::mpi::init();
+#endif
+  return nullptr;
+}
+
 int run(const Args& a) {
-  kiln::Device device = a.device.empty() ? kiln::default_device() : kiln::Device(a.device);
+  auto group = process_group();
+  const bool main_rank = !group || group->is_main();
+  const int ranks = group ? group->size() : 1;
+  KILN_CHECK(!(group && !a.devices.empty()), "--devices (DataParallel in one process) cannot be "
+             "combined with an MPI launch (one process per device); use one or the other");
+  KILN_CHECK(a.device.empty() || a.devices.empty(), "--device and --devices exclude each other");
+  std::vector<kiln::Device> devices;
+  if (!a.devices.empty()) devices = parse_devices(a.devices);
+  kiln::Device device = !devices.empty() ? devices[0]
+                        : !a.device.empty() ? kiln::Device(a.device)
+                                            : kiln::default_device();
+#if KILN_TRAIN_HAS_MPI
+  if (group && a.device.empty()) {
+    // One device per process on a machine with several: the local rank's.
+    const int local = kiln::distributed::mpi::local_rank();
+    if (kiln::device_count(device.backend()) > local) device = kiln::Device(device.backend(), local);
+  }
+#endif
   kiln::manual_seed(a.seed);
 
   kiln::train::ModelOptions mo;
@@ -208,6 +262,10 @@ int run(const Args& a) {
   mo.hidden = a.model == "mlp" ? 256 : 128;
   auto model = kiln::train::make_model(a.model, mo);
   model->to(device);
+  // What runs a step: the model itself, DataParallel over --devices, or DDP.
+  std::shared_ptr<kiln::nn::Module> net = model;
+  if (devices.size() > 1) net = std::make_shared<kiln::nn::DataParallel>(model, devices);
+  if (group) net = std::make_shared<kiln::nn::DistributedDataParallel>(model, group);
 
   std::filesystem::path root = a.data.empty() ? kiln::data::FashionMNIST::default_root()
                                               : std::filesystem::path(a.data);
@@ -217,6 +275,7 @@ int run(const Args& a) {
 
   auto train_options = kiln::data::DataLoaderOptions().batch_size(a.batch_size).shuffle(true)
                            .seed(a.seed).device(device);
+  if (group) train_options.distributed(group->size(), group->rank());
   if (a.model == "cnn" && !a.no_augment)
     train_options.transform(kiln::data::RandomHorizontalFlip(0.5, a.seed));
   kiln::data::DataLoader train_loader(train_set, train_options);
@@ -239,20 +298,25 @@ int run(const Args& a) {
     }
   }
 
-  std::cout << "kiln-train: model " << a.model << ", optimizer " << a.optimizer << ", lr " << a.lr
-            << ", batch " << a.batch_size << ", " << a.epochs << " epochs on " << device << " ("
-            << train_set->size() << " training / " << test_set->size() << " test images)\n";
+  std::string where = device.str();
+  if (devices.size() > 1) where = "DataParallel over " + a.devices;
+  if (group) where = std::to_string(ranks) + " MPI ranks (DistributedDataParallel), rank 0 on " + where;
+  if (main_rank)
+    std::cout << "kiln-train: model " << a.model << ", optimizer " << a.optimizer << ", lr " << a.lr
+              << ", batch " << a.batch_size << (group ? " per rank" : "") << ", " << a.epochs
+              << " epochs on " << where << " (" << train_set->size() << " training / "
+              << test_set->size() << " test images)\n";
 
   for (int64_t epoch = start_epoch; epoch < a.epochs; ++epoch) {
     train_loader.set_epoch(epoch);
     model->train();
-    kiln::train::Progress progress(epoch + 1, a.epochs, batches, a.batch_size);
+    kiln::train::Progress progress(epoch + 1, a.epochs, batches, a.batch_size, main_rank);
     double loss_sum = 0;
     int64_t done = 0;
     for (auto& batch : train_loader) {
       if (done == batches) break;
       optimizer->zero_grad();
-      kiln::Tensor loss = F::cross_entropy(model->forward(batch.input), batch.target,
+      kiln::Tensor loss = F::cross_entropy(net->forward(batch.input), batch.target,
                                            kiln::nn::Reduction::Mean, -100, a.label_smoothing);
       loss.backward();
       double value = loss.item<double>();
@@ -264,24 +328,44 @@ int run(const Args& a) {
       loss_sum += value;
       progress.update(++done, value);
     }
-    double accuracy = evaluate(*model, test_loader);
     double train_loss = loss_sum / static_cast<double>(std::max<int64_t>(done, 1));
+    const double train_seconds = progress.elapsed();
+    std::string throughput;
+    if (group) {
+      // The mean loss over ranks, and every rank's samples per second.
+      kiln::Tensor shared = kiln::from_vector<double>(
+          {train_loss, static_cast<double>(done * a.batch_size) / std::max(train_seconds, 1e-9)}, {2});
+      kiln::Tensor all = kiln::zeros({2 * ranks}, kiln::TensorOptions().dtype(kiln::DType::Float64));
+      group->all_gather(shared, all);
+      const std::vector<double> v = all.to_vector<double>();
+      double loss_total = 0, rate_total = 0;
+      throughput = ", samples/s per rank:";
+      for (int r = 0; r < ranks; ++r) {
+        loss_total += v[static_cast<size_t>(2 * r)];
+        rate_total += v[static_cast<size_t>(2 * r + 1)];
+        throughput += " " + std::to_string(static_cast<int64_t>(v[static_cast<size_t>(2 * r + 1)]));
+      }
+      train_loss = loss_total / ranks;
+      throughput += ", total " + std::to_string(static_cast<int64_t>(rate_total));
+    }
+    double accuracy = main_rank ? evaluate(*model, test_loader) : 0.0;
     char summary[160];
     std::snprintf(summary, sizeof summary, "epoch %lld/%lld: train loss %.4f, test accuracy %.4f",
                   static_cast<long long>(epoch + 1), static_cast<long long>(a.epochs), train_loss,
                   accuracy);
-    double seconds = progress.finish(summary);
+    double seconds = progress.finish(summary + throughput);
     history.train_loss.push_back(train_loss);
     history.test_accuracy.push_back(accuracy);
     history.seconds.push_back(seconds);
-    if (!a.checkpoint.empty()) save_checkpoint(a, *model, *optimizer, schedule.get(), epoch + 1, history);
+    if (!a.checkpoint.empty() && main_rank)
+      save_checkpoint(a, *model, *optimizer, schedule.get(), epoch + 1, history);
     if (a.stop_after > 0 && epoch + 1 == a.stop_after) {
       std::cout << "stopping after epoch " << a.stop_after << " (--stop-after)\n";
       return 0;
     }
   }
 
-  if (!a.metrics_json.empty()) {
+  if (!a.metrics_json.empty() && main_rank) {
     double total_seconds = 0;
     for (double s : history.seconds) total_seconds += s;
     double per_epoch = history.seconds.empty() ? 0 : total_seconds / static_cast<double>(history.seconds.size());
@@ -296,12 +380,14 @@ int run(const Args& a) {
         {"test_accuracy", history.test_accuracy.empty() ? 0.0 : history.test_accuracy.back()},
         {"seconds_per_epoch", per_epoch},
         {"samples_per_second",
-         per_epoch > 0 ? static_cast<double>(batches * a.batch_size) / per_epoch : 0.0},
+         per_epoch > 0 ? static_cast<double>(ranks * batches * a.batch_size) / per_epoch : 0.0},
+        {"ranks", ranks},
+        {"devices", devices.size() > 1 ? a.devices : device.str()},
         {"history", history.to_json()}};
     std::ofstream(a.metrics_json) << metrics.dump(2) << "\n";
   }
   auto report = kiln::fallback_report();
-  if (!report.empty()) std::cout << report.str();
+  if (!report.empty() && main_rank) std::cout << report.str();
   return 0;
 }
 
@@ -322,6 +408,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-batch-norm", a.no_batch_norm, "CNN without BatchNorm");
   app.add_flag("--no-augment", a.no_augment, "no random horizontal flips (CNN)");
   app.add_option("--device", a.device, "e.g. cpu, cuda:0 (default: KILN_BACKEND, else cpu)");
+  app.add_option("--devices", a.devices, "train on several devices of this process with "
+                 "nn::DataParallel, e.g. cpu:0,cpu:1 (the batch is split across them)");
   app.add_option("--seed", a.seed)->capture_default_str();
   app.add_option("--data", a.data, "folder with the Fashion-MNIST .gz files (default: /usr/share/datasets/fashion-mnist)");
   app.add_option("--checkpoint", a.checkpoint, "safetensors file written after every epoch");

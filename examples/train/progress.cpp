@@ -6,12 +6,18 @@
 
 namespace kiln::train {
 
-Progress::Progress(int64_t epoch, int64_t epochs, int64_t batches, int64_t batch_size)
+Progress::Progress(int64_t epoch, int64_t epochs, int64_t batches, int64_t batch_size,
+                   bool visible)
     : epoch_(epoch), epochs_(epochs), batches_(batches), batch_size_(batch_size),
-      tty_(isatty(STDOUT_FILENO) != 0), start_(std::chrono::steady_clock::now()),
+      visible_(visible), tty_(isatty(STDOUT_FILENO) != 0), start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
 
+double Progress::elapsed() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
 void Progress::update(int64_t done, double loss) {
+  if (!visible_) return;
   // An exponential average keeps the displayed loss readable.
   running_loss_ = done == 1 ? loss : 0.95 * running_loss_ + 0.05 * loss;
   auto now = std::chrono::steady_clock::now();
@@ -52,7 +58,8 @@ void Progress::draw(int64_t done, bool final) {
 }
 
 double Progress::finish(const std::string& summary) {
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  double seconds = elapsed();
+  if (!visible_) return seconds;
   if (tty_) std::printf("\n");
   std::printf("%s\n", summary.c_str());
   std::fflush(stdout);

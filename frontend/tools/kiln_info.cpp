@@ -30,6 +30,11 @@ int main() {
               << p.abi_minor << ")  " << p.path << "\n";
     if (!p.description.empty()) std::cout << "    " << p.description << "\n";
     if (p.devices.empty()) std::cout << "    no devices\n";
+    else
+      std::cout << "    collectives: "
+                << (p.devices[0].collectives ? "the plugin's own" : "through the host (fallback)")
+                << "; peer copies: " << (p.devices[0].peer_copies ? "yes" : "through the host")
+                << "\n";
     for (const auto& d : p.devices) {
       std::cout << "    " << d.device.str() << ": " << d.name << " [" << d.kind;
       if (d.compute_capability_major)
@@ -40,6 +45,7 @@ int main() {
       if (d.total_memory_bytes)
         std::cout << ", " << human_bytes(d.total_memory_bytes) << " total, "
                   << human_bytes(d.free_memory_bytes) << " free";
+      if (d.host_accessible) std::cout << ", host-accessible memory";
       std::cout << "]\n";
     }
   }

@@ -33,6 +33,13 @@ struct DeviceInfo {
   int multiprocessor_count = 0;
   uint64_t total_memory_bytes = 0;
   uint64_t free_memory_bytes = 0;
+  /// The host can use this device's memory directly (ABI 1.1 property; false for
+  /// 1.0 plugins).
+  bool host_accessible = false;
+  /// The plugin offers collectives (kiln.collectives.v1) and peer copies across
+  /// its devices; without them, Kiln reduces and copies through the host.
+  bool collectives = false;
+  bool peer_copies = false;
 };
 
 struct PluginInfo {
@@ -56,6 +63,11 @@ std::vector<std::string> plugin_search_path();
 std::vector<PluginInfo> loaded_plugins();
 /// Every candidate that did not load, with the reason.
 std::vector<PluginLoadFailure> plugin_load_failures();
+/// Devices of the plugin named `backend` (0 when no such plugin loaded), as
+/// torch.cuda.device_count().
+int device_count(const std::string& backend);
+/// True when the plugin named `backend` loaded and has at least one device.
+bool is_available(const std::string& backend);
 
 struct MemoryStats {
   uint64_t bytes_in_use = 0;

@@ -48,13 +48,25 @@ std::vector<PluginInfo> loaded_plugins() {
         d.multiprocessor_count = p.multiprocessor_count;
         d.total_memory_bytes = p.total_memory_bytes;
         d.free_memory_bytes = p.free_memory_bytes;
+        if (p.struct_size >= KILN_DEVICE_PROPERTIES_SIZE_1_1)
+          d.host_accessible = (p.flags & KILN_DEVICE_FLAG_HOST_ACCESSIBLE) != 0;
       }
+      d.collectives = plugin->collectives != nullptr;
+      d.peer_copies = plugin->copy_peer != nullptr;
       info.devices.push_back(std::move(d));
     }
     out.push_back(std::move(info));
   }
   return out;
 }
+
+int device_count(const std::string& backend) {
+  for (const auto& plugin : detail::Registry::get().plugins())
+    if (backend == plugin->api->name) return plugin->device_count;
+  return 0;
+}
+
+bool is_available(const std::string& backend) { return device_count(backend) > 0; }
 
 MemoryStats memory_stats(const Device& device) {
   return detail::Registry::get().resolve(device)->memory_stats();

@@ -228,6 +228,51 @@ TEST(DistributedDataParallel, DifferentModelsAreRefusedOnEveryRank) {
   g->barrier();  // and the group still works
 }
 
+TEST(SyncBatchNorm, NormalizesWithTheGlobalBatchAndPlainBatchNormDoesNot) {
+  auto g = group();
+  const int n = g->size();
+  manual_seed(21);
+  auto plain = std::make_shared<nn::BatchNorm2d>(3);
+  auto sync = std::make_shared<nn::SyncBatchNorm>(3, g);
+  {
+    NoGradGuard no_grad;  // the same non-trivial affine parameters everywhere
+    plain->weight.copy_(from_vector<float>({0.5f, 1.5f, -1.0f}, {3}));
+    plain->bias.copy_(from_vector<float>({0.1f, -0.2f, 0.3f}, {3}));
+    sync->weight.copy_(plain->weight);
+    sync->bias.copy_(plain->bias);
+  }
+  // Rank r's part of the global batch, shifted and scaled per rank so that the
+  // ranks' own statistics differ from the global ones.
+  manual_seed(77);
+  std::vector<Tensor> parts;
+  for (int r = 0; r < n; ++r) parts.push_back(randn({2, 3, 4, 4}) * (r + 1) + r);
+  Tensor global = cat(parts, 0).requires_grad_();
+  Tensor mine = parts[static_cast<size_t>(g->rank())].clone().requires_grad_();
+  Tensor weights = randn({2 * n, 3, 4, 4});  // a fixed projection, for a scalar loss
+
+  // Reference: one process, plain BatchNorm on the whole batch.
+  auto whole = std::static_pointer_cast<nn::BatchNorm2d>(plain->clone());
+  Tensor expected = whole->forward(global);
+  (expected * weights).sum().backward();
+  // SyncBatchNorm on this rank's part.
+  Tensor out = sync->forward(mine);
+  (out * weights.narrow(0, 2 * g->rank(), 2)).sum().backward();
+  EXPECT_LE(relative_difference(out, expected.narrow(0, 2 * g->rank(), 2)), 1e-5);
+  EXPECT_LE(relative_difference(mine.grad(), global.grad().narrow(0, 2 * g->rank(), 2)), 1e-4);
+  EXPECT_LE(relative_difference(sync->running_mean, whole->running_mean), 1e-5);
+  EXPECT_LE(relative_difference(sync->running_var, whole->running_var), 1e-5);
+  Tensor weight_grad = sync->weight.grad().clone();
+  g->all_reduce(weight_grad);  // what DDP does with parameter gradients (as a mean)
+  EXPECT_LE(relative_difference(weight_grad, whole->weight.grad()), 1e-4);
+
+  // Plain BatchNorm on this rank's part uses this rank's statistics: not the global.
+  Tensor local = plain->forward(parts[static_cast<size_t>(g->rank())]);
+  EXPECT_GT(relative_difference(local, expected.narrow(0, 2 * g->rank(), 2)), 1e-2);
+  // Eval mode: the running statistics, no communication.
+  sync->eval();
+  EXPECT_EQ(sync->forward(mine).shape().vec(), mine.shape().vec());
+}
+
 // -- failures: each from its own CTest registration --------------------------------------
 
 TEST(Failure, AStuckRankIsNamedOnTheOthers) {

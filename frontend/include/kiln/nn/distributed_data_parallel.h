@@ -32,6 +32,7 @@
 
 #include "kiln/distributed.h"
 #include "kiln/nn/module.h"
+#include "kiln/nn/modules.h"
 
 namespace kiln::nn {
 
@@ -100,5 +101,29 @@ class DistributedDataParallel : public Module {
   DistributedDataParallelOptions options_;
   std::shared_ptr<State> state_;
 };
+
+/// BatchNorm2d whose training statistics are those of the whole global batch: every
+/// forward all-reduces the per-channel sums, sums of squares and counts over the
+/// process group (and backward all-reduces their gradients), so N ranks with batch
+/// B/N normalize exactly as one process with batch B would (torch.nn.SyncBatchNorm).
+/// In eval mode, and with one rank, it is a plain BatchNorm2d. Plain BatchNorm under
+/// DDP normalizes each rank's batch with its own statistics, as in PyTorch. Every
+/// rank must run the same SyncBatchNorm layers in the same order. Input [N, C, H, W].
+class SyncBatchNorm : public BatchNorm {
+ public:
+  SyncBatchNorm(int64_t num_features, std::shared_ptr<distributed::ProcessGroup> group,
+                double eps = 1e-5, double momentum = 0.1, bool affine = true,
+                bool track_running_stats = true);
+  Tensor forward(const Tensor& x) override;
+  std::shared_ptr<Module> clone() const override;
+
+ private:
+  std::shared_ptr<distributed::ProcessGroup> group_;
+};
+
+/// The sum of `tensor` over the group's ranks, on every rank, recorded by autograd:
+/// its backward is the sum over ranks of the incoming gradients (what SyncBatchNorm
+/// builds on). Every rank must call it, and reach its backward, in the same order.
+Tensor all_reduce_sum_with_grad(const Tensor& tensor, const std::shared_ptr<distributed::ProcessGroup>& group);
 
 }  // namespace kiln::nn

@@ -115,7 +115,7 @@ class BatchNorm : public Module {
                                                      running_mean.defined()));
   }
 
- private:
+ protected:
   int64_t expected_dim_, features_;
   double eps_, momentum_;
 };

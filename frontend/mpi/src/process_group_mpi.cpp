@@ -191,6 +191,7 @@ class MpiGroup final : public ProcessGroup {
                                    : (result.to(DType::Float64) / static_cast<double>(size_)).to(wire);
       }
       Tensor(t).copy_(result);
+      give_back(std::move(buffer));
     });
   }
 
@@ -201,13 +202,14 @@ class MpiGroup final : public ProcessGroup {
     Tensor t = tensor;
     enqueue("broadcast", [this, t, root] {
       std::vector<char> buffer = rank_ == root ? to_host(t, t.dtype())
-                                               : std::vector<char>(bytes_of(t.numel(), t.dtype()));
+                                               : take_buffer(bytes_of(t.numel(), t.dtype()));
       agree(Kind::Broadcast, t.numel(), t.dtype(), root);
       check_mpi(MPI_Bcast(buffer.data(), static_cast<int>(buffer.size()), MPI_BYTE, root,
                           MPI_COMM_WORLD),
                 "MPI_Bcast");
       if (rank_ != root)
         Tensor(t).copy_(from_blob(buffer.data(), t.shape(), t.dtype(), TensorOptions().device(t.device())));
+      give_back(std::move(buffer));
     })->wait();
   }
 
@@ -261,12 +263,23 @@ class MpiGroup final : public ProcessGroup {
                " elements is more than one MPI call carries here; split the tensor");
   }
 
-  // The tensor's values as `wire` dtype in a host buffer.
-  static std::vector<char> to_host(const Tensor& t, DType wire) {
+  // The tensor's values as `wire` dtype in a host buffer. The buffer's memory is
+  // recycled from one collective to the next (worker thread only): fresh pages for
+  // every 64 MB bucket cost more than the copy itself.
+  std::vector<char> to_host(const Tensor& t, DType wire) {
     Tensor src = t.to(wire).contiguous();
-    std::vector<char> buffer(bytes_of(src.numel(), wire));
+    std::vector<char> buffer = take_buffer(bytes_of(src.numel(), wire));
     if (!buffer.empty()) src.copy_to_host(buffer.data(), buffer.size());
     return buffer;
+  }
+  std::vector<char> take_buffer(size_t bytes) {
+    std::vector<char> buffer = std::move(spare_);
+    spare_.clear();
+    buffer.resize(bytes);
+    return buffer;
+  }
+  void give_back(std::vector<char>&& buffer) {
+    if (buffer.capacity() > spare_.capacity()) spare_ = std::move(buffer);
   }
 
   std::shared_ptr<Work> enqueue(const char* what, std::function<void()> body) {
@@ -359,7 +372,8 @@ class MpiGroup final : public ProcessGroup {
   int rank_ = 0;
   int size_ = 1;
   std::string start_error_;
-  uint64_t sequence_ = 0;  // on the worker thread only
+  uint64_t sequence_ = 0;   // on the worker thread only
+  std::vector<char> spare_;  // on the worker thread only
   mutable std::mutex mutex_;
   std::string broken_reason_;
   Worker worker_;  // last: stopped first, before the members its tasks use

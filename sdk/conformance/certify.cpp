@@ -11,6 +11,7 @@
 #include <set>
 
 #include "abi_checks.h"
+#include "collectives_check.h"
 #include "op_runner.h"
 #include "op_suite.h"
 #include "training_check.h"
@@ -180,6 +181,10 @@ Report certify(const CertifyOptions& options) {
     }
     run(report, options, "ops", suite.op, [&](Reporter& r) { run_op_suite(suite, device, r); });
   }
+  // Collectives across all of the plugin's devices (skipped when --op narrows the run).
+  if (options.ops.empty())
+    run(report, options, "collectives", "collectives",
+        [&](Reporter& r) { collectives_check(name, r); });
   if (options.training)
     run(report, options, "training", "tiny CNN, 8 Adam steps",
         [&](Reporter& r) { training_check(device, r); });

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "device.h"
@@ -74,6 +76,17 @@ class Group {
   // A later meeting of the same collective: no rank continues before all are here.
   void meet(int rank, Kind kind) {
     rendezvous(rank, kind, [] {}, [] {}, nullptr);
+  }
+
+  // For a rank that fails between meetings of one collective: the others must not
+  // pair its next call with this one's later meetings, so the group is aborted.
+  void abort(const std::string& reason) {
+    std::lock_guard lock(mutex_);
+    if (!aborted_) {
+      aborted_ = true;
+      abort_reason_ = reason;
+    }
+    cv_.notify_all();
   }
 
  private:
@@ -261,7 +274,14 @@ void reduce_into(T* dst, const std::vector<const T*>& sources, size_t count, int
       switch (op) {
         case KILN_REDUCE_SUM:
         case KILN_REDUCE_AVG:
-          for (size_t i = 0; i < len; ++i) acc[i] = acc[i] + static_cast<Acc>(src[i]);
+          if constexpr (std::is_integral_v<Acc>) {
+            // Wrapping, as two's complement hardware adds (signed overflow is UB).
+            using U = std::make_unsigned_t<Acc>;
+            for (size_t i = 0; i < len; ++i)
+              acc[i] = static_cast<Acc>(static_cast<U>(acc[i]) + static_cast<U>(static_cast<Acc>(src[i])));
+          } else {
+            for (size_t i = 0; i < len; ++i) acc[i] = acc[i] + static_cast<Acc>(src[i]);
+          }
           break;
         case KILN_REDUCE_MIN:
           for (size_t i = 0; i < len; ++i) {
@@ -311,6 +331,18 @@ std::string check_arguments(const Call& call, int group_size) {
   return "";
 }
 
+// Runs what a rank does after begin(); if it throws, the group is aborted so that no
+// rank is left waiting for (or pairing up with) a meeting this one will not attend.
+template <class F>
+void after_begin(Group& g, const char* what, F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    g.abort(sdk::str_cat(what, " failed on a rank between its meetings: ", e.what()));
+    throw;
+  }
+}
+
 // Publishes this rank's call and waits for the group; throws on every rank if any
 // rank's arguments are bad or the ranks disagree.
 Group& begin(kiln_comm& c, Call call) {
@@ -336,8 +368,9 @@ kiln_status* comm_init_group(void*, kiln_device* const* devices, int32_t count,
     KILN_SDK_CHECK(devices != nullptr && comms != nullptr && count > 0,
                    KILN_STATUS_INVALID_ARGUMENT, "needs at least one device and an output array "
                    "(count ", count, ")");
-    KILN_SDK_CHECK(timeout_seconds > 0, KILN_STATUS_INVALID_ARGUMENT,
-                   "the timeout must be positive, got ", timeout_seconds, " s");
+    KILN_SDK_CHECK(timeout_seconds > 0 && std::isfinite(timeout_seconds),
+                   KILN_STATUS_INVALID_ARGUMENT,
+                   "the timeout must be a positive number of seconds, got ", timeout_seconds);
     std::vector<Device*> members;
     std::set<Device*> seen;
     for (int32_t i = 0; i < count; ++i) {
@@ -366,15 +399,17 @@ kiln_status* all_reduce(kiln_comm* comm, kiln_stream*, const void* send, void* r
   return sdk::guard("kiln.all_reduce", [&] {
     kiln_comm& c = comm_of(comm, "all_reduce");
     Group& g = begin(c, {Kind::AllReduce, send, recv, count, dtype, op, {}});
-    with_reducible_type(dtype, [&](auto zero) {
-      using T = decltype(zero);
-      // Each rank reduces its chunk into its own recv (in place is safe: no other rank
-      // reads this rank's chunk), then copies the other ranks' finished chunks.
-      auto [lo, hi] = chunk(count, c.rank, g.size());
-      std::vector<const T*> sources;
-      for (int r = 0; r < g.size(); ++r)
-        sources.push_back(static_cast<const T*>(g.call(r).send) + lo);
-      reduce_into(static_cast<T*>(recv) + lo, sources, hi - lo, op);
+    after_begin(g, "all_reduce", [&] {
+      with_reducible_type(dtype, [&](auto zero) {
+        using T = decltype(zero);
+        // Each rank reduces its chunk into its own recv (in place is safe: no other
+        // rank reads this rank's chunk), then copies the other ranks' finished chunks.
+        auto [lo, hi] = chunk(count, c.rank, g.size());
+        std::vector<const T*> sources;
+        for (int r = 0; r < g.size(); ++r)
+          sources.push_back(static_cast<const T*>(g.call(r).send) + lo);
+        reduce_into(static_cast<T*>(recv) + lo, sources, hi - lo, op);
+      });
     });
     g.meet(c.rank, Kind::AllReduce);
     const size_t size = kiln_dtype_size(dtype);
@@ -420,14 +455,16 @@ kiln_status* reduce_scatter(kiln_comm* comm, kiln_stream*, const void* send, voi
   return sdk::guard("kiln.reduce_scatter", [&] {
     kiln_comm& c = comm_of(comm, "reduce_scatter");
     Group& g = begin(c, {Kind::ReduceScatter, send, recv, recv_count, dtype, op, {}});
-    with_reducible_type(dtype, [&](auto zero) {
-      using T = decltype(zero);
-      // Rank r reads slot r of every send; in place, its recv is its own slot r.
-      std::vector<const T*> sources;
-      for (int r = 0; r < g.size(); ++r)
-        sources.push_back(static_cast<const T*>(g.call(r).send) +
-                          static_cast<size_t>(c.rank) * recv_count);
-      reduce_into(static_cast<T*>(recv), sources, recv_count, op);
+    after_begin(g, "reduce_scatter", [&] {
+      with_reducible_type(dtype, [&](auto zero) {
+        using T = decltype(zero);
+        // Rank r reads slot r of every send; in place, its recv is its own slot r.
+        std::vector<const T*> sources;
+        for (int r = 0; r < g.size(); ++r)
+          sources.push_back(static_cast<const T*>(g.call(r).send) +
+                            static_cast<size_t>(c.rank) * recv_count);
+        reduce_into(static_cast<T*>(recv), sources, recv_count, op);
+      });
     });
     g.meet(c.rank, Kind::ReduceScatter);
   });

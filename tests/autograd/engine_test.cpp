@@ -203,5 +203,16 @@ TEST(AutogradHooks, QueuedCallbacksRunWhenThePassEnds) {
   EXPECT_THROW(autograd::queue_callback([] {}), Error);  // no pass running
 }
 
+TEST(AutogradHooks, EveryCallbackRunsEvenAfterOneThrows) {
+  Tensor a = ones({2}).requires_grad_();
+  bool second_ran = false;
+  autograd::register_post_accumulate_grad_hook(a, [&](const Tensor&) {
+    autograd::queue_callback([] { throw Error("first callback failed"); });
+    autograd::queue_callback([&] { second_ran = true; });
+  });
+  EXPECT_THROW((a * 2).sum().backward(), Error);
+  EXPECT_TRUE(second_ran) << "a throwing callback kept a later one from cleaning up";
+}
+
 }  // namespace
 }  // namespace kiln::test

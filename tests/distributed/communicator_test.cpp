@@ -6,6 +6,7 @@
 #include <kiln/kiln.h>
 
 #include "collectives_check.h"
+#include "distributed_test_util.h"
 
 #include <cmath>
 #include <string>
@@ -114,16 +115,6 @@ TEST(Collectives, HostStagedPathIsAFallbackLikeAnyOther) {
   reset_fallback_report();
   Communicator(cpu_devices(2)).all_reduce(t);
   EXPECT_TRUE(fallback_report().entries.empty()) << fallback_report().str();
-}
-
-void expect_error(const std::function<void()>& f, std::initializer_list<const char*> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected kiln::Error";
-  } catch (const Error& e) {
-    for (const char* p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "'" << p << "' not in: " << e.what();
-  }
 }
 
 TEST(Collectives, MismatchedTensorsAreRefusedNotMisreduced) {

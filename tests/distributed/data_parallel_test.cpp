@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "distributed_test_util.h"
+
 namespace kiln::test {
 namespace {
 
@@ -20,35 +22,6 @@ std::vector<Device> devices(int n) {
   std::vector<Device> out;
   for (int i = 0; i < n; ++i) out.emplace_back("cpu", i);
   return out;
-}
-
-// The training example's CNN without dropout and BatchNorm, on 12x12 images so
-// that twenty steps take a moment on two cores.
-std::shared_ptr<nn::Sequential> small_cnn(bool batch_norm = false) {
-  auto net = std::make_shared<nn::Sequential>();
-  net->push_back(std::make_shared<nn::Conv2d>(1, 8, 3, nn::Conv2dOptions().padding(1)));
-  if (batch_norm) net->push_back(std::make_shared<nn::BatchNorm2d>(8));
-  net->push_back(std::make_shared<nn::ReLU>());
-  net->push_back(std::make_shared<nn::MaxPool2d>(2));
-  net->push_back(std::make_shared<nn::Conv2d>(8, 16, 3, nn::Conv2dOptions().padding(1)));
-  net->push_back(std::make_shared<nn::ReLU>());
-  net->push_back(std::make_shared<nn::MaxPool2d>(2));
-  net->push_back(std::make_shared<nn::Flatten>());
-  net->push_back(std::make_shared<nn::Linear>(16 * 3 * 3, 32));
-  net->push_back(std::make_shared<nn::ReLU>());
-  net->push_back(std::make_shared<nn::Linear>(32, 10));
-  return net;
-}
-
-// max |a - b| / max |b| over one tensor (0 for two zero tensors).
-double relative_difference(const Tensor& a, const Tensor& b) {
-  const auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    diff = std::max(diff, std::abs(x[i] - y[i]));
-    scale = std::max(scale, std::abs(y[i]));
-  }
-  return scale == 0 ? diff : diff / scale;
 }
 
 struct TrainingRun {
@@ -175,17 +148,24 @@ struct NoClone : nn::Module {
   Tensor w;
 };
 
-void expect_error(const std::function<void()>& f, std::initializer_list<const char*> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected kiln::Error";
-  } catch (const Error& e) {
-    for (const char* p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "'" << p << "' not in: " << e.what();
+// A group that is never used: SyncBatchNorm needs one to be built.
+struct UnusedGroup : distributed::ProcessGroup {
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  std::string str() const override { return "unused"; }
+  std::shared_ptr<distributed::Work> all_reduce_async(const Tensor&, distributed::ReduceOp) override {
+    throw Error("UnusedGroup was used");
   }
-}
+  void broadcast(const Tensor&, int) override { throw Error("UnusedGroup was used"); }
+  void all_gather(const Tensor&, const Tensor&) override { throw Error("UnusedGroup was used"); }
+  void barrier() override { throw Error("UnusedGroup was used"); }
+};
 
 TEST(DataParallel, ErrorsNameTheCause) {
+  auto with_sync_bn = std::make_shared<nn::Sequential>();
+  with_sync_bn->push_back(std::make_shared<nn::SyncBatchNorm>(3, std::make_shared<UnusedGroup>()));
+  expect_error([&] { nn::DataParallel dp(with_sync_bn, devices(2)); },
+               {"SyncBatchNorm", "DistributedDataParallel"});
   expect_error([] { nn::DataParallel dp(std::make_shared<NoClone>(), devices(2)); },
                {"NoClone", "clone()"});
   // One device needs no replica, so any module works.

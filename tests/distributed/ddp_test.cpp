@@ -13,6 +13,8 @@
 #include <cmath>
 #include <thread>
 
+#include "distributed_test_util.h"
+
 namespace kiln::test {
 namespace {
 
@@ -20,26 +22,6 @@ namespace F = nn::functional;
 using distributed::ReduceOp;
 
 std::shared_ptr<distributed::ProcessGroup> group() { return distributed::mpi::init(); }
-
-double relative_difference(const Tensor& a, const Tensor& b) {
-  const auto x = a.to_vector<double>(), y = b.to_vector<double>();
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    diff = std::max(diff, std::abs(x[i] - y[i]));
-    scale = std::max(scale, std::abs(y[i]));
-  }
-  return scale == 0 ? diff : diff / scale;
-}
-
-void expect_error(const std::function<void()>& f, std::initializer_list<const char*> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected kiln::Error";
-  } catch (const Error& e) {
-    for (const char* p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "'" << p << "' not in: " << e.what();
-  }
-}
 
 TEST(MpiGroup, KnowsItsPlace) {
   auto g = group();
@@ -93,21 +75,6 @@ TEST(MpiGroup, DisagreementIsAnErrorOnEveryRankAndTheGroupGoesOn) {
   Tensor ok = ones({3});
   g->all_reduce(ok);
   EXPECT_EQ(ok.to_vector<float>(), std::vector<float>(3, static_cast<float>(g->size())));
-}
-
-std::shared_ptr<nn::Sequential> small_cnn() {
-  auto net = std::make_shared<nn::Sequential>();
-  net->push_back(std::make_shared<nn::Conv2d>(1, 8, 3, nn::Conv2dOptions().padding(1)));
-  net->push_back(std::make_shared<nn::ReLU>());
-  net->push_back(std::make_shared<nn::MaxPool2d>(2));
-  net->push_back(std::make_shared<nn::Conv2d>(8, 16, 3, nn::Conv2dOptions().padding(1)));
-  net->push_back(std::make_shared<nn::ReLU>());
-  net->push_back(std::make_shared<nn::MaxPool2d>(2));
-  net->push_back(std::make_shared<nn::Flatten>());
-  net->push_back(std::make_shared<nn::Linear>(16 * 3 * 3, 32));
-  net->push_back(std::make_shared<nn::ReLU>());
-  net->push_back(std::make_shared<nn::Linear>(32, 10));
-  return net;
 }
 
 struct TrainingRun {
@@ -216,6 +183,48 @@ TEST(DistributedDataParallel, NoSyncAccumulatesLocallyThenReducesEverything) {
   }
 }
 
+// Identity forward; its backward throws while `fail` is set.
+bool fail_backward = false;
+struct Boom : autograd::Function<Boom> {
+  static Tensor forward(autograd::AutogradContext&, const Tensor& x) { return x.clone(); }
+  static std::vector<Tensor> backward(autograd::AutogradContext&, std::vector<Tensor> grads) {
+    if (fail_backward) throw Error("boom in backward");
+    return {grads[0]};
+  }
+};
+struct BoomNet : nn::Module {
+  BoomNet() : Module("BoomNet") {
+    a = register_module("a", std::make_shared<nn::Linear>(4, 4));
+    b = register_module("b", std::make_shared<nn::Linear>(4, 3));
+  }
+  Tensor forward(const Tensor& x) override { return b->forward(Boom::apply(a->forward(x))); }
+  std::shared_ptr<nn::Linear> a, b;
+};
+
+TEST(DistributedDataParallel, RecoversFromABackwardThatFailedHalfWay) {
+  // b's gradients are ready (and its bucket started) before Boom throws; the next
+  // step must still reduce every gradient, on every rank alike.
+  auto g = group();
+  manual_seed(4);
+  auto model = std::make_shared<BoomNet>();
+  nn::DistributedDataParallel ddp(model, g, nn::DistributedDataParallelOptions().bucket_cap_mb(1e-5));
+  manual_seed(60 + static_cast<uint64_t>(g->rank()));
+  Tensor x = randn({5, 4});
+  fail_backward = true;
+  expect_error([&] { ddp.forward(x).sum().backward(); }, {"boom in backward"});
+  fail_backward = false;
+  model->zero_grad();
+  ddp.forward(x).sum().backward();
+  for (const Tensor& p : model->parameters()) {
+    Tensor all = zeros({g->size() * p.numel()});
+    g->all_gather(p.grad().flatten(), all);
+    for (int r = 1; r < g->size(); ++r)
+      EXPECT_EQ(all.narrow(0, r * p.numel(), p.numel()).to_vector<float>(),
+                all.narrow(0, 0, p.numel()).to_vector<float>())
+          << "rank " << r << " has other gradients: the step was not reduced";
+  }
+}
+
 TEST(DistributedDataParallel, DifferentModelsAreRefusedOnEveryRank) {
   auto g = group();
   auto model = std::make_shared<nn::Linear>(4, g->rank() == 0 ? 6 : 5);
@@ -268,6 +277,10 @@ TEST(SyncBatchNorm, NormalizesWithTheGlobalBatchAndPlainBatchNormDoesNot) {
   // Plain BatchNorm on this rank's part uses this rank's statistics: not the global.
   Tensor local = plain->forward(parts[static_cast<size_t>(g->rank())]);
   EXPECT_GT(relative_difference(local, expected.narrow(0, 2 * g->rank(), 2)), 1e-2);
+  // A channel far from zero with a tiny spread: E[x^2] - E[x]^2 must not go negative.
+  Tensor far = randn({2, 3, 4, 4}) * 0.01 + 1000;
+  Tensor far_out = sync->forward(far);
+  for (float v : far_out.to_vector<float>()) ASSERT_TRUE(std::isfinite(v)) << "SyncBatchNorm produced " << v;
   // Eval mode: the running statistics, no communication.
   sync->eval();
   EXPECT_EQ(sync->forward(mine).shape().vec(), mine.shape().vec());

@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -82,8 +83,7 @@ class Worker {
       stopping_ = true;
     }
     cv_.notify_one();
-    if (detached_) thread_.detach();
-    else thread_.join();
+    thread_.join();
   }
   std::future<void> submit(std::function<void()> task) {
     std::packaged_task<void()> packaged(std::move(task));
@@ -95,9 +95,19 @@ class Worker {
     cv_.notify_one();
     return result;
   }
-  // For a worker stuck inside MPI after a failure: the process must still be able to
-  // exit, so the destructor lets the thread go instead of joining it.
-  void abandon() { detached_ = true; }
+  // For a group broken by a rank that never came: the thread may be stuck inside MPI
+  // for good, so it must not be joined. Drops the queued tasks, detaches the thread,
+  // and the caller leaks this object (its mutex and queue stay valid for the thread
+  // until the process exits).
+  void abandon() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+      queue_.clear();
+    }
+    cv_.notify_one();
+    thread_.detach();
+  }
 
  private:
   void run() {
@@ -106,7 +116,7 @@ class Worker {
       {
         std::unique_lock lock(mutex_);
         cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
+        if (stopping_) return;
         task = std::move(queue_.front());
         queue_.pop_front();
       }
@@ -118,7 +128,6 @@ class Worker {
   std::condition_variable cv_;
   std::deque<std::packaged_task<void()>> queue_;
   bool stopping_ = false;
-  std::atomic<bool> detached_{false};
   std::thread thread_;
 };
 
@@ -140,18 +149,20 @@ class MpiWork final : public Work {
 
 class MpiGroup final : public ProcessGroup {
  public:
-  explicit MpiGroup(double timeout) : timeout_(timeout) {
-    worker_.submit([this] { start(); }).get();
+  explicit MpiGroup(double timeout) : timeout_(timeout), worker_(std::make_unique<Worker>()) {
+    worker_->submit([this] { start(); }).get();
     if (!start_error_.empty()) throw Error("kiln::distributed::mpi::init: " + start_error_);
   }
 
   ~MpiGroup() override {
     if (broken()) {
-      // A rank is gone or stuck: MPI_Finalize would wait for it forever.
-      worker_.abandon();
+      // A rank is gone or stuck: MPI_Finalize would wait for it forever, and the
+      // worker may be inside an MPI call that never returns.
+      worker_->abandon();
+      (void)worker_.release();  // deliberately leaked, see Worker::abandon
       return;
     }
-    worker_.submit([] { MPI_Finalize(); }).wait();
+    if (owns_mpi_) worker_->submit([] { MPI_Finalize(); }).wait();
   }
 
   int rank() const override { return rank_; }
@@ -244,8 +255,21 @@ class MpiGroup final : public ProcessGroup {
     int initialized = 0;
     MPI_Initialized(&initialized);
     int provided = 0;
-    if (!initialized && MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
-      start_error_ = "MPI_Init_thread failed (was the program started by mpirun?)";
+    if (initialized) {
+      MPI_Query_thread(&provided);
+    } else {
+      if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
+        start_error_ = "MPI_Init_thread failed (was the program started by mpirun?)";
+        return;
+      }
+      owns_mpi_ = true;  // then Kiln finalizes it, at exit
+    }
+    // All calls come from this one thread, which is not the main thread: that needs
+    // MPI_THREAD_SERIALIZED at least.
+    if (provided < MPI_THREAD_SERIALIZED) {
+      start_error_ = detail::concat("this MPI provides thread level ", provided,
+                                    ", Kiln needs MPI_THREAD_SERIALIZED (", MPI_THREAD_SERIALIZED,
+                                    ") to call it from its worker thread");
       return;
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -289,7 +313,14 @@ class MpiGroup final : public ProcessGroup {
         throw Error(detail::concat(what, " on ", str(), ": the group is unusable after an earlier "
                                    "failure (", broken_reason_, ")"));
     }
-    std::future<void> done = worker_.submit([body = std::move(body)] {
+    std::future<void> done = worker_->submit([this, what, body = std::move(body)] {
+      // A task queued before the group broke must not start a collective after it.
+      {
+        std::lock_guard lock(mutex_);
+        if (!broken_reason_.empty())
+          throw Error(detail::concat(what, " on ", str(), ": the group is unusable after an "
+                                     "earlier failure (", broken_reason_, ")"));
+      }
       NoGradGuard no_grad;  // the caller's tensors may require grad; this is no op
       body();
     });
@@ -302,52 +333,69 @@ class MpiGroup final : public ProcessGroup {
   // identically on every rank (each compares every rank's header with rank 0's).
   void agree(Kind kind, int64_t count, DType dtype, int64_t arg) {
     const int64_t sequence = static_cast<int64_t>(++sequence_);
-    std::array<int64_t, 5> mine = {sequence, static_cast<int64_t>(kind), count,
-                                   static_cast<int64_t>(dtype), arg};
-    std::vector<std::array<int64_t, 5>> headers(static_cast<size_t>(size_));
-    headers[static_cast<size_t>(rank_)] = mine;
     if (size_ == 1) return;
-    std::vector<MPI_Request> receives, sends;
-    std::vector<int> peers;
+    // The messages' buffers live on the heap: after a timeout they are leaked, since
+    // a late rank's message may still land in them (see below).
+    struct Exchange {
+      std::array<int64_t, 5> mine;
+      std::vector<std::array<int64_t, 5>> headers;
+      std::vector<MPI_Request> receives, sends;
+      std::vector<int> peers;
+    };
+    auto ex = std::make_unique<Exchange>();
+    ex->mine = {sequence, static_cast<int64_t>(kind), count, static_cast<int64_t>(dtype), arg};
+    ex->headers.resize(static_cast<size_t>(size_));
+    ex->headers[static_cast<size_t>(rank_)] = ex->mine;
+    ex->receives.reserve(static_cast<size_t>(size_));
+    ex->sends.reserve(static_cast<size_t>(size_));
     for (int p = 0; p < size_; ++p) {
       if (p == rank_) continue;
-      peers.push_back(p);
-      receives.emplace_back();
-      sends.emplace_back();
-      check_mpi(MPI_Irecv(headers[static_cast<size_t>(p)].data(), 5, MPI_INT64_T, p, kHeaderTag,
-                          MPI_COMM_WORLD, &receives.back()),
+      ex->peers.push_back(p);
+      ex->receives.emplace_back();
+      ex->sends.emplace_back();
+      check_mpi(MPI_Irecv(ex->headers[static_cast<size_t>(p)].data(), 5, MPI_INT64_T, p, kHeaderTag,
+                          MPI_COMM_WORLD, &ex->receives.back()),
                 "MPI_Irecv");
-      check_mpi(MPI_Isend(mine.data(), 5, MPI_INT64_T, p, kHeaderTag, MPI_COMM_WORLD, &sends.back()),
+      check_mpi(MPI_Isend(ex->mine.data(), 5, MPI_INT64_T, p, kHeaderTag, MPI_COMM_WORLD,
+                          &ex->sends.back()),
                 "MPI_Isend");
     }
     const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_);
-    std::vector<char> arrived(peers.size(), 0);
+    std::vector<char> arrived(ex->peers.size(), 0);
     auto pause = std::chrono::microseconds(5);
     for (;;) {
       bool all = true;
-      for (size_t i = 0; i < peers.size(); ++i) {
+      for (size_t i = 0; i < ex->peers.size(); ++i) {
         if (arrived[i]) continue;
         int flag = 0;
-        check_mpi(MPI_Test(&receives[i], &flag, MPI_STATUS_IGNORE), "MPI_Test");
+        check_mpi(MPI_Test(&ex->receives[i], &flag, MPI_STATUS_IGNORE), "MPI_Test");
         arrived[i] = static_cast<char>(flag);
         all = all && flag;
       }
       if (all) break;
       if (Clock::now() > deadline) {
         std::string missing;
-        for (size_t i = 0; i < peers.size(); ++i)
-          if (!arrived[i]) missing += detail::concat(missing.empty() ? "" : ", ", peers[i]);
+        for (size_t i = 0; i < ex->peers.size(); ++i) {
+          if (arrived[i]) continue;
+          missing += detail::concat(missing.empty() ? "" : ", ", ex->peers[i]);
+          // Withdraw the receive, so that the late rank's header cannot be matched
+          // with a later collective's.
+          MPI_Cancel(&ex->receives[i]);
+          MPI_Request_free(&ex->receives[i]);
+        }
         const std::string reason =
             detail::concat(kind_name(static_cast<int64_t>(kind)), " #", sequence, " timed out after ",
                            timeout_, " s on ", str(), ": rank(s) that did not arrive: ", missing);
         mark_broken(reason);
+        (void)ex.release();  // pending sends may still read `mine`
         throw Error(reason + "; the group is now unusable");
       }
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::microseconds(1000));
     }
-    check_mpi(MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE),
+    check_mpi(MPI_Waitall(static_cast<int>(ex->sends.size()), ex->sends.data(), MPI_STATUSES_IGNORE),
               "MPI_Waitall");
+    const auto& headers = ex->headers;
     const auto& first = headers[0];
     for (int r = 1; r < size_; ++r) {
       const auto& h = headers[static_cast<size_t>(r)];
@@ -376,7 +424,8 @@ class MpiGroup final : public ProcessGroup {
   std::vector<char> spare_;  // on the worker thread only
   mutable std::mutex mutex_;
   std::string broken_reason_;
-  Worker worker_;  // last: stopped first, before the members its tasks use
+  bool owns_mpi_ = false;                // MPI_Init_thread was ours to call
+  std::unique_ptr<Worker> worker_;       // last: stopped first, before the members its tasks use
 };
 
 void MpiWork::wait() {
@@ -420,7 +469,8 @@ std::shared_ptr<ProcessGroup> init(std::optional<double> timeout_seconds) {
   std::lock_guard lock(mutex);
   if (!world) {
     const double timeout = timeout_seconds ? *timeout_seconds : default_collective_timeout();
-    KILN_CHECK(timeout > 0, "kiln::distributed::mpi::init: the timeout must be positive, got ",
+    KILN_CHECK(timeout > 0 && std::isfinite(timeout),
+               "kiln::distributed::mpi::init: the timeout must be a positive number of seconds, got ",
                timeout, " s");
     world = std::make_shared<MpiGroup>(timeout);
   }

@@ -2,6 +2,7 @@
 // backward engine (a dependency-counted walk in reverse creation order).
 
 #include <atomic>
+#include <exception>
 #include <queue>
 #include <unordered_map>
 
@@ -53,9 +54,13 @@ class AccumulateGrad final : public Node {
     } else {
       meta.grad.add_(g);
     }
-    // By index: a hook may register another.
-    for (size_t i = 0; i < meta.post_accumulate_grad_hooks.size(); ++i)
-      meta.post_accumulate_grad_hooks[i](leaf);
+    // By index, on a copy of each hook: a hook may register another (which can move
+    // the vector), and re-reading the leaf's state each time guards against a hook
+    // that resets it.
+    for (size_t i = 0; leaf_->autograd && i < leaf_->autograd->post_accumulate_grad_hooks.size(); ++i) {
+      auto hook = leaf_->autograd->post_accumulate_grad_hooks[i];
+      hook(leaf);
+    }
     return {};
   }
   std::string name() const override { return "AccumulateGrad"; }
@@ -346,7 +351,18 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& gra
       if (--tasks[e.node.get()].dependencies == 0) ready.push(e.node.get());
     }
   }
-  for (size_t i = 0; i < callbacks.size(); ++i) callbacks[i]();  // may queue more
+  // Every callback runs even if an earlier one throws (a reducer must always get to
+  // clean up); the first exception is rethrown afterwards. A callback may queue more.
+  std::exception_ptr first_error;
+  for (size_t i = 0; i < callbacks.size(); ++i) {
+    auto callback = std::move(callbacks[i]);
+    try {
+      callback();
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  }
+  if (first_error) std::rethrow_exception(first_error);
 }
 
 // -- user-defined functions ----------------------------------------------------------

@@ -5,6 +5,7 @@
 #include "kiln/distributed.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <set>
@@ -133,10 +134,12 @@ struct Communicator::Impl {
         errors[static_cast<size_t>(rank)] = e.what();
       }
     };
-    std::vector<std::thread> threads;
-    for (int r = 1; r < size(); ++r) threads.emplace_back(body, r);
-    body(0);
-    for (auto& t : threads) t.join();
+    {
+      // jthread: should starting a thread fail, the ones started are still joined.
+      std::vector<std::jthread> threads;
+      for (int r = 1; r < size(); ++r) threads.emplace_back(body, r);
+      body(0);
+    }
     std::string combined;
     std::set<std::string> seen;
     for (int r = 0; r < size(); ++r) {
@@ -148,11 +151,34 @@ struct Communicator::Impl {
     if (!combined.empty()) throw Error(detail::concat(what, " on ", name, ": ", combined));
   }
 
-  // The host-staged path: copies of every rank's input on the CPU reference device.
-  std::vector<Tensor> to_host(const char* op, const std::vector<Tensor>& inputs) const {
+  // The plugin's collective `call(comm, send, recv, input elements, dtype)` on every
+  // rank, each from its own thread, with contiguous inputs.
+  template <class Call>
+  void run_native(const char* what, const std::vector<Tensor>& inputs,
+                  const std::vector<Tensor>& outputs, Call&& call) const {
+    std::vector<Tensor> in;
+    for (const Tensor& t : inputs) in.push_back(t.contiguous());
+    run_ranks(what, [&](int r) {
+      const auto i = static_cast<size_t>(r);
+      return call(comms[i], data_of(in[i]), data_of(outputs[i]), static_cast<size_t>(in[i].numel()),
+                  static_cast<int32_t>(in[i].dtype()));
+    });
+  }
+
+  // Runs `body` as the host-staged fallback of `op`, counted in the fallback report.
+  template <class Body>
+  void host_fallback(const char* op, const std::vector<Tensor>& inputs,
+                     const std::vector<Tensor>& outputs, Body&& body) const {
     detail::check_fallback_allowed(detail::concat(
         op, " on ", name, ": the plugin '", devices[0].backend(),
         "' has no collectives; it would have reduced through host copies"));
+    const auto start = std::chrono::steady_clock::now();
+    body();
+    record(op, start, inputs, outputs);
+  }
+
+  // The host-staged path: copies of every rank's input on the CPU reference device.
+  std::vector<Tensor> to_host(const std::vector<Tensor>& inputs) const {
     const Device cpu = detail::Registry::get().cpu()->device();
     std::vector<Tensor> host;
     for (const Tensor& t : inputs) host.push_back(t.detach().to(cpu).flatten());
@@ -200,8 +226,8 @@ Communicator::Communicator(std::vector<Device> devices, CommunicatorOptions opti
   for (size_t i = 0; i < m.devices.size(); ++i) m.name += (i ? ", " : "") + m.devices[i].str();
   m.name += "]";
   m.timeout = options.timeout_ ? *options.timeout_ : default_collective_timeout();
-  KILN_CHECK(m.timeout > 0, "Communicator ", m.name, ": the timeout must be positive, got ",
-             m.timeout, " s");
+  KILN_CHECK(m.timeout > 0 && std::isfinite(m.timeout), "Communicator ", m.name,
+             ": the timeout must be a positive number of seconds, got ", m.timeout);
   std::set<detail::DeviceContext*> seen;
   for (const Device& d : m.devices) {
     detail::DeviceContext* ctx = detail::Registry::get().resolve(d);
@@ -244,21 +270,15 @@ void Communicator::all_reduce(const std::vector<Tensor>& inputs, const std::vect
   m.check("all_reduce", inputs, outputs, 1, 1);
   KILN_CHECK(reducible(inputs[0].dtype()), "all_reduce on ", m.name, ": cannot reduce ",
              inputs[0].dtype(), " (float dtypes, int32 and int64 can be reduced)");
-  if (!m.api) {
-    auto start = std::chrono::steady_clock::now();
-    Tensor result = m.host_reduce(m.to_host("kiln.all_reduce", inputs), op);
-    for (const Tensor& out : outputs) Tensor(out).copy_(result.reshape(out.shape()));
-    m.record("kiln.all_reduce", start, inputs, outputs);
-    return;
-  }
-  std::vector<Tensor> in;
-  for (const Tensor& t : inputs) in.push_back(t.contiguous());
-  m.run_ranks("all_reduce", [&](int r) {
-    const auto i = static_cast<size_t>(r);
-    return m.api->all_reduce(m.comms[i], nullptr, data_of(in[i]), data_of(outputs[i]),
-                             static_cast<size_t>(in[i].numel()),
-                             static_cast<int32_t>(in[i].dtype()), abi_reduce_op(op));
-  });
+  if (!m.api)
+    return m.host_fallback("kiln.all_reduce", inputs, outputs, [&] {
+      Tensor result = m.host_reduce(m.to_host(inputs), op);
+      for (const Tensor& out : outputs) Tensor(out).copy_(result.reshape(out.shape()));
+    });
+  m.run_native("all_reduce", inputs, outputs,
+               [&](kiln_comm* c, const void* send, void* recv, size_t n, int32_t dtype) {
+                 return m.api->all_reduce(c, nullptr, send, recv, n, dtype, abi_reduce_op(op));
+               });
 }
 
 void Communicator::broadcast(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
@@ -267,42 +287,29 @@ void Communicator::broadcast(const std::vector<Tensor>& inputs, const std::vecto
   KILN_CHECK(root >= 0 && root < m.size(), "broadcast on ", m.name, ": root ", root,
              " is not a rank (0..", m.size() - 1, ")");
   m.check("broadcast", inputs, outputs, 1, 1);
-  if (!m.api) {
-    auto start = std::chrono::steady_clock::now();
-    detail::check_fallback_allowed(detail::concat("kiln.broadcast on ", m.name, ": the plugin '",
-                                                  m.devices[0].backend(), "' has no collectives"));
-    Tensor source = inputs[static_cast<size_t>(root)].detach().contiguous();
-    for (const Tensor& out : outputs) Tensor(out).copy_(source.to(out.device()).reshape(out.shape()));
-    m.record("kiln.broadcast", start, {inputs[static_cast<size_t>(root)]}, outputs);
-    return;
-  }
-  std::vector<Tensor> in;
-  for (const Tensor& t : inputs) in.push_back(t.contiguous());
-  m.run_ranks("broadcast", [&](int r) {
-    const auto i = static_cast<size_t>(r);
-    return m.api->broadcast(m.comms[i], nullptr, data_of(in[i]), data_of(outputs[i]),
-                            static_cast<size_t>(in[i].numel()), static_cast<int32_t>(in[i].dtype()),
-                            root);
-  });
+  if (!m.api)
+    return m.host_fallback("kiln.broadcast", {inputs[static_cast<size_t>(root)]}, outputs, [&] {
+      Tensor source = inputs[static_cast<size_t>(root)].detach().contiguous();
+      for (const Tensor& out : outputs) Tensor(out).copy_(source.to(out.device()).reshape(out.shape()));
+    });
+  m.run_native("broadcast", inputs, outputs,
+               [&](kiln_comm* c, const void* send, void* recv, size_t n, int32_t dtype) {
+                 return m.api->broadcast(c, nullptr, send, recv, n, dtype, root);
+               });
 }
 
 void Communicator::all_gather(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
   Impl& m = *impl_;
   m.check("all_gather", inputs, outputs, m.size(), 1);
-  if (!m.api) {
-    auto start = std::chrono::steady_clock::now();
-    Tensor all = cat(m.to_host("kiln.all_gather", inputs), 0);
-    for (const Tensor& out : outputs) Tensor(out).copy_(all.reshape(out.shape()));
-    m.record("kiln.all_gather", start, inputs, outputs);
-    return;
-  }
-  std::vector<Tensor> in;
-  for (const Tensor& t : inputs) in.push_back(t.contiguous());
-  m.run_ranks("all_gather", [&](int r) {
-    const auto i = static_cast<size_t>(r);
-    return m.api->all_gather(m.comms[i], nullptr, data_of(in[i]), data_of(outputs[i]),
-                             static_cast<size_t>(in[i].numel()), static_cast<int32_t>(in[i].dtype()));
-  });
+  if (!m.api)
+    return m.host_fallback("kiln.all_gather", inputs, outputs, [&] {
+      Tensor all = cat(m.to_host(inputs), 0);
+      for (const Tensor& out : outputs) Tensor(out).copy_(all.reshape(out.shape()));
+    });
+  m.run_native("all_gather", inputs, outputs,
+               [&](kiln_comm* c, const void* send, void* recv, size_t n, int32_t dtype) {
+                 return m.api->all_gather(c, nullptr, send, recv, n, dtype);
+               });
 }
 
 void Communicator::reduce_scatter(const std::vector<Tensor>& inputs,
@@ -311,24 +318,20 @@ void Communicator::reduce_scatter(const std::vector<Tensor>& inputs,
   m.check("reduce_scatter", inputs, outputs, 1, m.size());
   KILN_CHECK(reducible(inputs[0].dtype()), "reduce_scatter on ", m.name, ": cannot reduce ",
              inputs[0].dtype(), " (float dtypes, int32 and int64 can be reduced)");
-  if (!m.api) {
-    auto start = std::chrono::steady_clock::now();
-    Tensor result = m.host_reduce(m.to_host("kiln.reduce_scatter", inputs), op);
-    for (int r = 0; r < m.size(); ++r) {
-      const Tensor& out = outputs[static_cast<size_t>(r)];
-      Tensor(out).copy_(result.narrow(0, r * out.numel(), out.numel()).reshape(out.shape()));
-    }
-    m.record("kiln.reduce_scatter", start, inputs, outputs);
-    return;
-  }
-  std::vector<Tensor> in;
-  for (const Tensor& t : inputs) in.push_back(t.contiguous());
-  m.run_ranks("reduce_scatter", [&](int r) {
-    const auto i = static_cast<size_t>(r);
-    return m.api->reduce_scatter(m.comms[i], nullptr, data_of(in[i]), data_of(outputs[i]),
-                                 static_cast<size_t>(outputs[i].numel()),
-                                 static_cast<int32_t>(in[i].dtype()), abi_reduce_op(op));
-  });
+  if (!m.api)
+    return m.host_fallback("kiln.reduce_scatter", inputs, outputs, [&] {
+      Tensor result = m.host_reduce(m.to_host(inputs), op);
+      for (int r = 0; r < m.size(); ++r) {
+        const Tensor& out = outputs[static_cast<size_t>(r)];
+        Tensor(out).copy_(result.narrow(0, r * out.numel(), out.numel()).reshape(out.shape()));
+      }
+    });
+  const auto ranks = static_cast<size_t>(m.size());
+  m.run_native("reduce_scatter", inputs, outputs,
+               [&](kiln_comm* c, const void* send, void* recv, size_t n, int32_t dtype) {
+                 return m.api->reduce_scatter(c, nullptr, send, recv, n / ranks, dtype,
+                                              abi_reduce_op(op));
+               });
 }
 
 void Communicator::barrier() {

@@ -5,6 +5,7 @@
 #include "kiln/nn/data_parallel.h"
 
 #include <exception>
+#include <functional>
 #include <thread>
 
 #include "autograd/record.h"
@@ -24,14 +25,9 @@ namespace ag = detail::autograd_impl;
 // autograd, the same place in the graph. What torch's replicate() does by assigning
 // the broadcast results to the replica's parameters.
 void rebind(const Tensor& slot, const Tensor& value) {
+  Tensor(slot).set_data(value);  // storage, shape, strides, offset, dtype
   detail::TensorImpl& dst = *slot.impl();
   const detail::TensorImpl& src = *value.impl();
-  dst.storage = src.storage;
-  dst.shape = src.shape;
-  dst.strides = src.strides;
-  dst.offset = src.offset;
-  dst.numel = src.numel;
-  dst.dtype = src.dtype;
   dst.autograd.reset();
   if (src.autograd) {
     dst.autograd = std::make_unique<detail::AutogradMeta>();
@@ -56,6 +52,15 @@ DataParallel::DataParallel(std::shared_ptr<Module> module, std::vector<Device> d
     KILN_CHECK(p.device() == devices_[0], "DataParallel: the module's parameters must be on the "
                "first device, ", devices_[0], ", but one is on ", p.device(),
                " (call module->to(", devices_[0], ") first)");
+  // SyncBatchNorm reduces over a process group from inside forward; replicas on
+  // threads would issue those collectives in racing order.
+  std::function<void(const Module&)> refuse_sync_bn = [&](const Module& m) {
+    KILN_CHECK(m.type_name() != "SyncBatchNorm", "DataParallel: the module contains a "
+               "SyncBatchNorm, which works with DistributedDataParallel (one process per "
+               "device), not with DataParallel; use BatchNorm2d here");
+    for (const auto& [name, child] : m.named_children()) refuse_sync_bn(*child);
+  };
+  refuse_sync_bn(*module_);
   register_module("module", module_);
   // Building the replicas runs their layers' initializers, which draw from the
   // generator; the values are overwritten anyway, so the draws must not shift the

@@ -83,6 +83,19 @@ struct DistributedDataParallel::State {
     }
   }
 
+  // Waits for the buckets an interrupted pass started (ignoring their outcome) and
+  // forgets the pass.
+  void abandon_pass() {
+    for (Bucket& b : buckets) {
+      if (!b.work) continue;
+      try {
+        b.work->wait();
+      } catch (const std::exception&) {
+      }
+    }
+    reset();
+  }
+
   void finish() {
     std::string missing;
     if (next_launch < buckets.size())
@@ -139,7 +152,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
   const StateDict named = module_->named_parameters();
   std::vector<int64_t> signature;
   for (const auto& [name, p] : named) {
-    signature.push_back(static_cast<int64_t>(p.dtype()));
+    // dtype and requires_grad in one number: frozen parameters change the buckets.
+    signature.push_back(static_cast<int64_t>(p.dtype()) * 2 + (p.requires_grad() ? 1 : 0));
     signature.push_back(p.dim());
     for (int64_t d : p.shape()) signature.push_back(d);
   }
@@ -170,9 +184,12 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
                         v.begin() + static_cast<std::ptrdiff_t>(at + len),
                         v.begin() + static_cast<std::ptrdiff_t>(theirs))) {
           std::ostringstream a, b;
-          a << dtype_name(static_cast<DType>(v[at])) << "[";
+          auto describe = [](std::ostringstream& out, int64_t code) {
+            out << (code % 2 ? "" : "frozen ") << dtype_name(static_cast<DType>(code / 2)) << "[";
+          };
+          describe(a, v[at]);
           for (size_t k = 2; k < len; ++k) a << (k > 2 ? ", " : "") << v[at + k];
-          b << dtype_name(static_cast<DType>(v[theirs])) << "[";
+          describe(b, v[theirs]);
           for (size_t k = 2; k < len && theirs + k < v.size(); ++k)
             b << (k > 2 ? ", " : "") << v[theirs + k];
           KILN_FAIL(where, ": parameter '", name, "' is ", a.str(), "] on rank 0 but ", b.str(),
@@ -226,6 +243,9 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
 DistributedDataParallel::~DistributedDataParallel() = default;
 
 Tensor DistributedDataParallel::forward(const Tensor& input) {
+  // A backward that failed half-way (an op error, out of memory) never reached its
+  // end-of-pass callback: wait for what it started and start clean.
+  if (state_->in_pass) state_->abandon_pass();
   if (options_.broadcast_buffers_ && group_->size() > 1) {
     NoGradGuard no_grad;
     for (const auto& [name, b] : module_->named_buffers())

@@ -48,12 +48,18 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
   const int64_t c = features_;
   const std::vector<int64_t> dims = {0, 2, 3};
   Tensor xf = x.to(DType::Float32);
-  // [sum, sum of squares, count] per rank -> over the group, in one all-reduce.
-  Tensor count = full({1}, static_cast<double>(x.numel() / c), TensorOptions().device(x.device()));
-  Tensor stats = all_reduce_sum_with_grad(cat({xf.sum(dims), (xf * xf).sum(dims), count}, 0), group_);
+  // [sum, sum of squares, count] per rank -> over the group, in one all-reduce, in
+  // float64: E[x^2] - E[x]^2 cancels badly in float32 for channels far from zero.
+  Tensor xd = x.to(DType::Float64);
+  Tensor count = full({1}, static_cast<double>(x.numel() / c),
+                      TensorOptions().dtype(DType::Float64).device(x.device()));
+  Tensor stats = all_reduce_sum_with_grad(cat({xd.sum(dims), (xd * xd).sum(dims), count}, 0), group_);
   Tensor total = stats.narrow(0, 2 * c, 1);
   Tensor mean = stats.narrow(0, 0, c) / total;
-  Tensor var = stats.narrow(0, c, c) / total - mean * mean;  // biased, as normalization uses
+  // Biased, as normalization uses; never below 0 whatever the rounding.
+  Tensor var = clamp(stats.narrow(0, c, c) / total - mean * mean, 0.0, std::nullopt);
+  mean = mean.to(DType::Float32);
+  var = var.to(DType::Float32);
   Tensor y = (xf - mean.reshape({1, c, 1, 1})) * (var + eps_).rsqrt().reshape({1, c, 1, 1});
   if (weight.defined()) y = y * weight.reshape({1, c, 1, 1}) + bias.reshape({1, c, 1, 1});
   if (running_mean.defined()) {

@@ -297,14 +297,20 @@ std::string Registry::load_plugin(const fs::path& path) {
   if (api->get_extension) {
     auto* collectives = static_cast<const kiln_collectives_api*>(
         api->get_extension(api->context, KILN_EXTENSION_COLLECTIVES));
-    // Usable only if it holds the 1.1 table whole: every entry up to barrier.
-    if (collectives && collectives->struct_size >= offsetof(kiln_collectives_api, barrier) +
-                                                       sizeof collectives->barrier)
+    // Usable only if it holds the 1.1 table whole (every entry up to barrier) with
+    // every required entry set; otherwise Kiln reduces through the host.
+    std::string problem;
+    if (collectives && collectives->struct_size < KILN_COLLECTIVES_API_SIZE_1_1)
+      problem = concat("its collectives table is too small (", collectives->struct_size, " bytes)");
+    else if (collectives && (!collectives->comm_destroy || !collectives->all_reduce ||
+                             !collectives->broadcast || !collectives->all_gather ||
+                             !collectives->reduce_scatter || !collectives->barrier ||
+                             (!collectives->comm_init_group && !collectives->comm_init_rank)))
+      problem = "its collectives table lacks a required entry";
+    if (collectives && problem.empty())
       plugin->collectives = collectives;
     else if (collectives)
-      log(KILN_LOG_WARNING, api->name,
-          concat("its collectives table is too small (", collectives->struct_size,
-                 " bytes); reducing through the host instead"));
+      log(KILN_LOG_WARNING, api->name, problem + "; reducing through the host instead");
   }
   if (kiln_status* status = api->device_count(api->context, &plugin->device_count))
     return concat("device_count failed: ", consume_status(status));

@@ -9,10 +9,10 @@
 
 #include <benchmark/benchmark.h>
 
-#include <cstring>
 #include <kiln/kiln.h>
 #include <kiln/nn.h>
 #include <kiln/optim.h>
+#include <cstring>
 #include <vector>
 
 #include "models.h"
@@ -38,12 +38,13 @@ void BM_CpuDevicesAllReduce(benchmark::State& state) {
   }
   kiln::distributed::Communicator comm(devices);
   for (auto _ : state) comm.all_reduce(tensors);
-  state.counters["algbw_GBps"] = benchmark::Counter(
-      static_cast<double>(bytes) * static_cast<double>(state.iterations()) / 1e9,
-      benchmark::Counter::kIsRate);
-  state.counters["busbw_GBps"] = benchmark::Counter(
-      static_cast<double>(bytes) * static_cast<double>(state.iterations()) * 2.0 * (n - 1) / n / 1e9,
-      benchmark::Counter::kIsRate);
+  state.counters["algbw_GBps"] =
+      benchmark::Counter(static_cast<double>(bytes) * static_cast<double>(state.iterations()) / 1e9,
+                         benchmark::Counter::kIsRate);
+  state.counters["busbw_GBps"] =
+      benchmark::Counter(static_cast<double>(bytes) * static_cast<double>(state.iterations()) *
+                             2.0 * (n - 1) / n / 1e9,
+                         benchmark::Counter::kIsRate);
   state.SetBytesProcessed(state.iterations() * bytes);
 }
 BENCHMARK(BM_CpuDevicesAllReduce)
@@ -60,12 +61,13 @@ void BM_Memcpy(benchmark::State& state) {
     benchmark::DoNotOptimize(b.data());
     benchmark::ClobberMemory();
   }
-  state.counters["GBps"] = benchmark::Counter(
-      static_cast<double>(bytes) * static_cast<double>(state.iterations()) / 1e9,
-      benchmark::Counter::kIsRate);
+  state.counters["GBps"] =
+      benchmark::Counter(static_cast<double>(bytes) * static_cast<double>(state.iterations()) / 1e9,
+                         benchmark::Counter::kIsRate);
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes));
 }
-BENCHMARK(BM_Memcpy)->Arg(1 << 20)->Arg(16 << 20)->Arg(64 << 20)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Memcpy)->Arg(1 << 20)->Arg(16 << 20)->Arg(64 << 20)->UseRealTime()->Unit(
+    benchmark::kMicrosecond);
 
 void BM_CnnAdamStepDataParallel(benchmark::State& state) {
   const int n = static_cast<int>(state.range(1));

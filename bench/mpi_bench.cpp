@@ -28,7 +28,8 @@ namespace F = kiln::nn::functional;
 using Clock = std::chrono::steady_clock;
 
 // Median seconds of `reps` calls after 3 warm-ups; every rank starts each call together.
-double median_seconds(kiln::distributed::ProcessGroup& g, int reps, const std::function<void()>& f) {
+double median_seconds(kiln::distributed::ProcessGroup& g, int reps,
+                      const std::function<void()>& f) {
   for (int i = 0; i < 3; ++i) f();
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
@@ -67,8 +68,8 @@ int main() {
     const int n = g->size();
     const bool main_rank = g->is_main();
     if (main_rank)
-      std::printf("kiln-bench-mpi: %d ranks (%s)\n\n%12s %12s %12s %12s %14s\n", n, g->str().c_str(),
-                  "bytes", "time us", "algbw GB/s", "busbw GB/s", "memcpy GB/s");
+      std::printf("kiln-bench-mpi: %d ranks (%s)\n\n%12s %12s %12s %12s %14s\n", n,
+                  g->str().c_str(), "bytes", "time us", "algbw GB/s", "busbw GB/s", "memcpy GB/s");
     for (int64_t bytes : {int64_t{1} << 10, int64_t{1} << 16, int64_t{1} << 20, int64_t{16} << 20,
                           int64_t{64} << 20}) {
       kiln::Tensor t = kiln::ones({bytes / 4});
@@ -85,9 +86,10 @@ int main() {
     const double single = train_step_seconds(g, false);
     const double ddp = train_step_seconds(g, true);
     if (main_rank)
-      std::printf("\nCNN + Adam step, 64 samples per rank: one process %.2f ms, DDP over %d ranks "
-                  "%.2f ms (%.2fx); %.0f samples/s in total\n",
-                  single * 1e3, n, ddp * 1e3, ddp / single, 64.0 * n / ddp);
+      std::printf(
+          "\nCNN + Adam step, 64 samples per rank: one process %.2f ms, DDP over %d ranks "
+          "%.2f ms (%.2fx); %.0f samples/s in total\n",
+          single * 1e3, n, ddp * 1e3, ddp / single, 64.0 * n / ddp);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kiln-bench-mpi: %s\n", e.what());

@@ -23,11 +23,16 @@ enum class Kind { AllReduce, Broadcast, AllGather, ReduceScatter, Barrier };
 
 const char* kind_name(Kind kind) {
   switch (kind) {
-    case Kind::AllReduce: return "all_reduce";
-    case Kind::Broadcast: return "broadcast";
-    case Kind::AllGather: return "all_gather";
-    case Kind::ReduceScatter: return "reduce_scatter";
-    case Kind::Barrier: return "barrier";
+    case Kind::AllReduce:
+      return "all_reduce";
+    case Kind::Broadcast:
+      return "broadcast";
+    case Kind::AllGather:
+      return "all_gather";
+    case Kind::ReduceScatter:
+      return "reduce_scatter";
+    case Kind::Barrier:
+      return "barrier";
   }
   return "?";
 }
@@ -39,7 +44,7 @@ struct Call {
   void* recv = nullptr;
   size_t count = 0;
   int32_t dtype = 0;
-  int32_t op_or_root = 0;  // the reduce op, or broadcast's root
+  int32_t op_or_root = 0;   // the reduce op, or broadcast's root
   std::string local_error;  // what was wrong with this rank's own arguments
   kiln_status_code local_code = KILN_STATUS_INVALID_ARGUMENT;
 };
@@ -68,14 +73,16 @@ class Group {
   // on every rank if their calls disagree.
   void post(int rank, const Call& call) {
     Verdict verdict;
-    rendezvous(rank, call.kind, [&] { calls_[static_cast<size_t>(rank)] = call; },
-               [&] { verdict_ = check_agreement(); }, &verdict);
+    rendezvous(
+        rank, call.kind, [&] { calls_[static_cast<size_t>(rank)] = call; },
+        [&] { verdict_ = check_agreement(); }, &verdict);
     if (!verdict.message.empty()) throw sdk::Error(verdict.code, verdict.message);
   }
 
   // A later meeting of the same collective: no rank continues before all are here.
   void meet(int rank, Kind kind) {
-    rendezvous(rank, kind, [] {}, [] {}, nullptr);
+    rendezvous(
+        rank, kind, [] {}, [] {}, nullptr);
   }
 
   // For a rank that fails between meetings of one collective: the others must not
@@ -92,8 +99,7 @@ class Group {
  private:
   std::string members() const {
     std::string out = "[";
-    for (size_t i = 0; i < devices_.size(); ++i)
-      out += (i ? ", " : "") + devices_[i]->label();
+    for (size_t i = 0; i < devices_.size(); ++i) out += (i ? ", " : "") + devices_[i]->label();
     return out + "]";
   }
 
@@ -113,8 +119,8 @@ class Group {
       int64_t a = 0, b = 0;
       if (c.kind != first.kind) {
         return {sdk::str_cat("mismatched collectives on the group ", members(), ": rank 0 (",
-                            devices_[0]->label(), ") called ", kind_name(first.kind), ", rank ",
-                            r, " (", devices_[r]->label(), ") called ", kind_name(c.kind))};
+                             devices_[0]->label(), ") called ", kind_name(first.kind), ", rank ", r,
+                             " (", devices_[r]->label(), ") called ", kind_name(c.kind))};
       }
       if (c.count != first.count) {
         field = "element count";
@@ -132,8 +138,8 @@ class Group {
       if (field) {
         return {sdk::str_cat(kind_name(first.kind), ": ranks disagree on the ", field,
                              " on the group ", members(), ": rank 0 (", devices_[0]->label(),
-                             ") passed ", a, ", rank ", r, " (", devices_[r]->label(),
-                             ") passed ", b)};
+                             ") passed ", a, ", rank ", r, " (", devices_[r]->label(), ") passed ",
+                             b)};
       }
     }
     return {};
@@ -163,8 +169,8 @@ class Group {
     const uint64_t generation = generation_;
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_);
-    bool passed = cv_.wait_until(lock, deadline,
-                                 [&] { return generation_ != generation || aborted_; });
+    bool passed =
+        cv_.wait_until(lock, deadline, [&] { return generation_ != generation || aborted_; });
     if (passed && generation_ != generation) {
       if (verdict) *verdict = verdict_;
       return;
@@ -175,9 +181,9 @@ class Group {
         if (!present_[r])
           missing += sdk::str_cat(missing.empty() ? "" : ", ", r, " (", devices_[r]->label(), ")");
       aborted_ = true;
-      abort_reason_ = sdk::str_cat(kind_name(kind), " timed out after ", timeout_,
-                                   " s on the group ", members(),
-                                   ": rank(s) that did not arrive: ", missing);
+      abort_reason_ =
+          sdk::str_cat(kind_name(kind), " timed out after ", timeout_, " s on the group ",
+                       members(), ": rank(s) that did not arrive: ", missing);
       cv_.notify_all();
     }
     throw sdk::Error(KILN_STATUS_DEVICE_ERROR,
@@ -236,13 +242,20 @@ struct Accumulator<int32_t> {
 template <class F>
 void with_reducible_type(int32_t dtype, F&& f) {
   switch (dtype) {
-    case KILN_DTYPE_FLOAT32: return f(float{});
-    case KILN_DTYPE_FLOAT64: return f(double{});
-    case KILN_DTYPE_FLOAT16: return f(sdk::float16{});
-    case KILN_DTYPE_BFLOAT16: return f(sdk::bfloat16{});
-    case KILN_DTYPE_INT32: return f(int32_t{});
-    case KILN_DTYPE_INT64: return f(int64_t{});
-    default: throw sdk::Error(KILN_STATUS_INTERNAL, "unchecked dtype");
+    case KILN_DTYPE_FLOAT32:
+      return f(float{});
+    case KILN_DTYPE_FLOAT64:
+      return f(double{});
+    case KILN_DTYPE_FLOAT16:
+      return f(sdk::float16{});
+    case KILN_DTYPE_BFLOAT16:
+      return f(sdk::bfloat16{});
+    case KILN_DTYPE_INT32:
+      return f(int32_t{});
+    case KILN_DTYPE_INT64:
+      return f(int64_t{});
+    default:
+      throw sdk::Error(KILN_STATUS_INTERNAL, "unchecked dtype");
   }
 }
 
@@ -253,8 +266,10 @@ bool reducible(int32_t dtype) {
     case KILN_DTYPE_FLOAT16:
     case KILN_DTYPE_BFLOAT16:
     case KILN_DTYPE_INT32:
-    case KILN_DTYPE_INT64: return true;
-    default: return false;
+    case KILN_DTYPE_INT64:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -278,7 +293,8 @@ void reduce_into(T* dst, const std::vector<const T*>& sources, size_t count, int
             // Wrapping, as two's complement hardware adds (signed overflow is UB).
             using U = std::make_unsigned_t<Acc>;
             for (size_t i = 0; i < len; ++i)
-              acc[i] = static_cast<Acc>(static_cast<U>(acc[i]) + static_cast<U>(static_cast<Acc>(src[i])));
+              acc[i] = static_cast<Acc>(static_cast<U>(acc[i]) +
+                                        static_cast<U>(static_cast<Acc>(src[i])));
           } else {
             for (size_t i = 0; i < len; ++i) acc[i] = acc[i] + static_cast<Acc>(src[i]);
           }
@@ -326,7 +342,8 @@ std::string check_arguments(const Call& call, int group_size) {
     return sdk::str_cat("unknown reduce op ", call.op_or_root,
                         " (expected 1 sum, 2 avg, 3 min or 4 max)");
   if (!reducible(call.dtype))
-    return sdk::str_cat("dtype ", call.dtype, " cannot be reduced (float32, float64, float16, "
+    return sdk::str_cat("dtype ", call.dtype,
+                        " cannot be reduced (float32, float64, float16, "
                         "bfloat16, int32 and int64 can)");
   return "";
 }
@@ -366,8 +383,10 @@ kiln_status* comm_init_group(void*, kiln_device* const* devices, int32_t count,
                              double timeout_seconds, kiln_comm** comms) {
   return sdk::guard("comm_init_group", [&] {
     KILN_SDK_CHECK(devices != nullptr && comms != nullptr && count > 0,
-                   KILN_STATUS_INVALID_ARGUMENT, "needs at least one device and an output array "
-                   "(count ", count, ")");
+                   KILN_STATUS_INVALID_ARGUMENT,
+                   "needs at least one device and an output array "
+                   "(count ",
+                   count, ")");
     KILN_SDK_CHECK(timeout_seconds > 0 && std::isfinite(timeout_seconds),
                    KILN_STATUS_INVALID_ARGUMENT,
                    "the timeout must be a positive number of seconds, got ", timeout_seconds);
@@ -428,7 +447,8 @@ kiln_status* broadcast(kiln_comm* comm, kiln_stream*, const void* send, void* re
   return sdk::guard("kiln.broadcast", [&] {
     kiln_comm& c = comm_of(comm, "broadcast");
     // Only the root's send is read, so the others may pass NULL for it.
-    Group& g = begin(c, {Kind::Broadcast, c.rank == root ? send : recv, recv, count, dtype, root, {}});
+    Group& g =
+        begin(c, {Kind::Broadcast, c.rank == root ? send : recv, recv, count, dtype, root, {}});
     const void* source = g.call(root).send;
     if (recv != source && count != 0) std::memcpy(recv, source, count * kiln_dtype_size(dtype));
     g.meet(c.rank, Kind::Broadcast);

@@ -54,8 +54,8 @@ std::string compare(const Tensor& t, int64_t n, const std::function<double(int64
   return "";
 }
 
-const DType kDtypes[] = {DType::Float32, DType::Float64, DType::Float16,
-                         DType::BFloat16, DType::Int32,  DType::Int64};
+const DType kDtypes[] = {DType::Float32,  DType::Float64, DType::Float16,
+                         DType::BFloat16, DType::Int32,   DType::Int64};
 const int64_t kSizes[] = {0, 1, 1001, (int64_t{1} << 20) + 3};
 
 // One named check: runs `cases` (which return "" or what went wrong, naming the case)
@@ -72,7 +72,8 @@ void check(Reporter& reporter, bool native, const std::string& name,
       for (bool in_place : {true, false}) {
         // The large size for one float, one half and one integer dtype: it is about
         // chunking and bandwidth, which depend on the width only.
-        if (n > 4096 && dtype != DType::Float32 && dtype != DType::BFloat16 && dtype != DType::Int64)
+        if (n > 4096 && dtype != DType::Float32 && dtype != DType::BFloat16 &&
+            dtype != DType::Int64)
           continue;
         std::string what;
         try {
@@ -83,8 +84,8 @@ void check(Reporter& reporter, bool native, const std::string& name,
         ++cases;
         if (!what.empty() && failure.empty()) {
           std::ostringstream out;
-          out << dtype_name(dtype) << ", " << n << " elements, " << (in_place ? "in place" : "out of place")
-              << ": " << what;
+          out << dtype_name(dtype) << ", " << n << " elements, "
+              << (in_place ? "in place" : "out of place") << ": " << what;
           failure = out.str();
         }
       }
@@ -128,58 +129,63 @@ void collectives_check(const std::string& plugin, Reporter& reporter,
             return in_place ? "" : compare(in[0], n, [&](int64_t i) { return value(0, i, dtype); });
           });
   }
-  check(reporter, native, "broadcast" + group, [&](DType dtype, int64_t n, bool in_place) -> std::string {
-    const int root = ranks - 1;
-    std::vector<Tensor> in, out;
-    for (int r = 0; r < ranks; ++r) {
-      in.push_back(rank_tensor(r, n, dtype, device(r)));
-      out.push_back(in_place ? in.back() : zeros({n}, options(dtype, r)));
-    }
-    comm.broadcast(in, out, root);
-    for (int r = 0; r < ranks; ++r) {
-      std::string e = compare(out[static_cast<size_t>(r)], n, [&](int64_t i) { return value(root, i, dtype); });
-      if (!e.empty()) return "rank " + std::to_string(r) + ": " + e;
-    }
-    return "";
-  });
-  check(reporter, native, "all_gather" + group, [&](DType dtype, int64_t n, bool in_place) -> std::string {
-    std::vector<Tensor> in, out;
-    for (int r = 0; r < ranks; ++r) {
-      Tensor all = zeros({ranks * n}, options(dtype, r));
-      if (in_place) {
-        all.narrow(0, r * n, n).copy_(rank_tensor(r, n, dtype, device(r)));
-        in.push_back(all.narrow(0, r * n, n));
-      } else {
-        in.push_back(rank_tensor(r, n, dtype, device(r)));
-      }
-      out.push_back(all);
-    }
-    comm.all_gather(in, out);
-    for (int r = 0; r < ranks; ++r) {
-      std::string e = compare(out[static_cast<size_t>(r)], ranks * n, [&](int64_t i) {
-        return value(static_cast<int>(i / std::max<int64_t>(n, 1)), i % std::max<int64_t>(n, 1), dtype);
-      });
-      if (!e.empty()) return "rank " + std::to_string(r) + ": " + e;
-    }
-    return "";
-  });
+  check(reporter, native, "broadcast" + group,
+        [&](DType dtype, int64_t n, bool in_place) -> std::string {
+          const int root = ranks - 1;
+          std::vector<Tensor> in, out;
+          for (int r = 0; r < ranks; ++r) {
+            in.push_back(rank_tensor(r, n, dtype, device(r)));
+            out.push_back(in_place ? in.back() : zeros({n}, options(dtype, r)));
+          }
+          comm.broadcast(in, out, root);
+          for (int r = 0; r < ranks; ++r) {
+            std::string e = compare(out[static_cast<size_t>(r)], n,
+                                    [&](int64_t i) { return value(root, i, dtype); });
+            if (!e.empty()) return "rank " + std::to_string(r) + ": " + e;
+          }
+          return "";
+        });
+  check(reporter, native, "all_gather" + group,
+        [&](DType dtype, int64_t n, bool in_place) -> std::string {
+          std::vector<Tensor> in, out;
+          for (int r = 0; r < ranks; ++r) {
+            Tensor all = zeros({ranks * n}, options(dtype, r));
+            if (in_place) {
+              all.narrow(0, r * n, n).copy_(rank_tensor(r, n, dtype, device(r)));
+              in.push_back(all.narrow(0, r * n, n));
+            } else {
+              in.push_back(rank_tensor(r, n, dtype, device(r)));
+            }
+            out.push_back(all);
+          }
+          comm.all_gather(in, out);
+          for (int r = 0; r < ranks; ++r) {
+            std::string e = compare(out[static_cast<size_t>(r)], ranks * n, [&](int64_t i) {
+              return value(static_cast<int>(i / std::max<int64_t>(n, 1)),
+                           i % std::max<int64_t>(n, 1), dtype);
+            });
+            if (!e.empty()) return "rank " + std::to_string(r) + ": " + e;
+          }
+          return "";
+        });
   for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max}) {
-    check(reporter, native, std::string("reduce_scatter ") + distributed::reduce_op_name(op) + group,
-          [&](DType dtype, int64_t n, bool in_place) -> std::string {
-            std::vector<Tensor> in, out;
-            for (int r = 0; r < ranks; ++r) {
-              in.push_back(rank_tensor(r, ranks * n, dtype, device(r)));
-              out.push_back(in_place ? in.back().narrow(0, r * n, n) : empty({n}, options(dtype, r)));
-            }
-            comm.reduce_scatter(in, out, op);
-            for (int r = 0; r < ranks; ++r) {
-              std::string e = compare(out[static_cast<size_t>(r)], n, [&](int64_t i) {
-                return reduce_ref(op, ranks, i, dtype, r * n);
-              });
-              if (!e.empty()) return "rank " + std::to_string(r) + ": " + e;
-            }
-            return "";
-          });
+    check(
+        reporter, native, std::string("reduce_scatter ") + distributed::reduce_op_name(op) + group,
+        [&](DType dtype, int64_t n, bool in_place) -> std::string {
+          std::vector<Tensor> in, out;
+          for (int r = 0; r < ranks; ++r) {
+            in.push_back(rank_tensor(r, ranks * n, dtype, device(r)));
+            out.push_back(in_place ? in.back().narrow(0, r * n, n) : empty({n}, options(dtype, r)));
+          }
+          comm.reduce_scatter(in, out, op);
+          for (int r = 0; r < ranks; ++r) {
+            std::string e = compare(out[static_cast<size_t>(r)], n, [&](int64_t i) {
+              return reduce_ref(op, ranks, i, dtype, r * n);
+            });
+            if (!e.empty()) return "rank " + std::to_string(r) + ": " + e;
+          }
+          return "";
+        });
   }
   reporter.begin("collectives: barrier");
   CheckResult b;

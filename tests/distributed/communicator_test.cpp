@@ -62,7 +62,8 @@ TEST(CollectiveSuite, GroupsOfOneAndTwo) {
       Communicator comm(cpu_devices(ranks), CommunicatorOptions().host_staged(staged));
       comm.barrier();
       std::vector<Tensor> t;
-      for (int r = 0; r < ranks; ++r) t.push_back(full({3}, r + 1.0, TensorOptions().device(Device("cpu", r))));
+      for (int r = 0; r < ranks; ++r)
+        t.push_back(full({3}, r + 1.0, TensorOptions().device(Device("cpu", r))));
       comm.all_reduce(t, ReduceOp::Sum);
       for (const Tensor& x : t)
         EXPECT_EQ(x.to_vector<float>(), std::vector<float>(3, ranks == 1 ? 1.0f : 3.0f));
@@ -79,7 +80,8 @@ TEST(Collectives, BothPathsGiveTheSameBits) {
     b.push_back(x.clone());
   }
   Communicator(cpu_devices(4)).all_reduce(a, ReduceOp::Sum);
-  Communicator(cpu_devices(4), CommunicatorOptions().host_staged(true)).all_reduce(b, ReduceOp::Sum);
+  Communicator(cpu_devices(4), CommunicatorOptions().host_staged(true))
+      .all_reduce(b, ReduceOp::Sum);
   EXPECT_EQ(a[0].to_vector<float>(), b[0].to_vector<float>());
   EXPECT_EQ(a[3].to_vector<float>(), b[2].to_vector<float>());
 }
@@ -122,7 +124,8 @@ TEST(Collectives, MismatchedTensorsAreRefusedNotMisreduced) {
   auto on = [](const char* d) { return TensorOptions().device(d); };
   std::vector<Tensor> shapes = {ones({4}, on("cpu:0")), ones({5}, on("cpu:1"))};
   expect_error([&] { comm.all_reduce(shapes); }, {"all_reduce", "[cpu:0, cpu:1]", "4", "5"});
-  std::vector<Tensor> dtypes = {ones({4}, on("cpu:0")), ones({4}, on("cpu:1").dtype(DType::Float64))};
+  std::vector<Tensor> dtypes = {ones({4}, on("cpu:0")),
+                                ones({4}, on("cpu:1").dtype(DType::Float64))};
   expect_error([&] { comm.all_reduce(dtypes); }, {"dtype", "float64"});
   std::vector<Tensor> devices = {ones({4}, on("cpu:1")), ones({4}, on("cpu:1"))};
   expect_error([&] { comm.all_reduce(devices); }, {"rank 0", "cpu:0"});
@@ -150,7 +153,8 @@ TEST(Collectives, TimeoutComesFromTheEnvironment) {
   // Registered with KILN_COLLECTIVE_TIMEOUT=45.
   EXPECT_EQ(distributed::default_collective_timeout(), 45.0);
   EXPECT_EQ(Communicator(cpu_devices(2)).timeout_seconds(), 45.0);
-  EXPECT_EQ(Communicator(cpu_devices(2), CommunicatorOptions().timeout(2.5)).timeout_seconds(), 2.5);
+  EXPECT_EQ(Communicator(cpu_devices(2), CommunicatorOptions().timeout(2.5)).timeout_seconds(),
+            2.5);
 }
 
 TEST(PeerCopies, MoveDataBetweenDevicesOfOnePlugin) {

@@ -153,7 +153,8 @@ struct UnusedGroup : distributed::ProcessGroup {
   int rank() const override { return 0; }
   int size() const override { return 2; }
   std::string str() const override { return "unused"; }
-  std::shared_ptr<distributed::Work> all_reduce_async(const Tensor&, distributed::ReduceOp) override {
+  std::shared_ptr<distributed::Work> all_reduce_async(const Tensor&,
+                                                      distributed::ReduceOp) override {
     throw Error("UnusedGroup was used");
   }
   void broadcast(const Tensor&, int) override { throw Error("UnusedGroup was used"); }
@@ -172,10 +173,16 @@ TEST(DataParallel, ErrorsNameTheCause) {
   nn::DataParallel single(std::make_shared<NoClone>(), devices(1));
   EXPECT_EQ(single.forward(ones({3, 2})).to_vector<float>(), std::vector<float>(6, 1.0f));
 
-  expect_error([] { nn::DataParallel dp(small_cnn(), {Device("cpu", 1), Device("cpu", 0)}); },
-               {"first device", "cpu:1", "cpu:0"});
-  expect_error([] { nn::DataParallel dp(small_cnn(), {Device("cpu", 0), Device("cpu", 0)}); },
-               {"twice"});
+  expect_error(
+      [] {
+        nn::DataParallel dp(small_cnn(), {Device("cpu", 1), Device("cpu", 0)});
+      },
+      {"first device", "cpu:1", "cpu:0"});
+  expect_error(
+      [] {
+        nn::DataParallel dp(small_cnn(), {Device("cpu", 0), Device("cpu", 0)});
+      },
+      {"twice"});
   auto dp = std::make_shared<nn::DataParallel>(small_cnn(), devices(2));
   expect_error([&] { dp->forward(randn({4, 2, 12, 12})); }, {"DataParallel", "replica", "cpu:"});
   expect_error([&] { dp->forward(Tensor()); }, {"DataParallel"});

@@ -9,8 +9,8 @@
 #include <kiln/optim.h>
 
 #include <chrono>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <thread>
 
 #include "distributed_test_util.h"
@@ -52,8 +52,9 @@ TEST(MpiGroup, CollectivesAgainstAReference) {
             e = op == ReduceOp::Min ? std::min(e, v) : op == ReduceOp::Max ? std::max(e, v) : e + v;
           }
           if (op == ReduceOp::Avg) e = is_floating(dtype) ? e / n : std::trunc(e / n);
-          ASSERT_EQ(got[static_cast<size_t>(i)], e) << dtype << " " << distributed::reduce_op_name(op)
-                                                     << " n=" << count << " element " << i;
+          ASSERT_EQ(got[static_cast<size_t>(i)], e)
+              << dtype << " " << distributed::reduce_op_name(op) << " n=" << count << " element "
+              << i;
         }
       }
   Tensor b = full({5}, static_cast<double>(me) + 10, TensorOptions().dtype(DType::Int64));
@@ -62,7 +63,8 @@ TEST(MpiGroup, CollectivesAgainstAReference) {
   Tensor all = zeros({n * 3});
   g->all_gather(full({3}, static_cast<double>(me)), all);
   for (int r = 0; r < n; ++r)
-    EXPECT_EQ(all.narrow(0, r * 3, 3).to_vector<float>(), std::vector<float>(3, static_cast<float>(r)));
+    EXPECT_EQ(all.narrow(0, r * 3, 3).to_vector<float>(),
+              std::vector<float>(3, static_cast<float>(r)));
   g->barrier();
 }
 
@@ -122,7 +124,8 @@ TEST(DistributedDataParallel, TrainsLikeOneProcess) {
   const TrainingRun ddp = train(g);
   ASSERT_LT(single.losses.back(), single.losses.front());
   for (size_t i = 0; i < single.losses.size(); ++i)
-    EXPECT_NEAR(ddp.losses[i], single.losses[i], 1e-5 * std::abs(single.losses[i]) + 1e-6) << "step " << i;
+    EXPECT_NEAR(ddp.losses[i], single.losses[i], 1e-5 * std::abs(single.losses[i]) + 1e-6)
+        << "step " << i;
   for (size_t i = 0; i < single.state.size(); ++i)
     EXPECT_LE(relative_difference(ddp.state[i].second, single.state[i].second), 1e-5)
         << single.state[i].first << " on rank " << g->rank();
@@ -134,7 +137,8 @@ TEST(DistributedDataParallel, CommunicationStartsWhileBackwardRuns) {
   auto model = small_cnn();
   // Small buckets: one or two layers each, so the last layers' bucket can start while
   // the first layers' gradients are still being computed.
-  nn::DistributedDataParallel ddp(model, g, nn::DistributedDataParallelOptions().bucket_cap_mb(0.01));
+  nn::DistributedDataParallel ddp(model, g,
+                                  nn::DistributedDataParallelOptions().bucket_cap_mb(0.01));
   Tensor x = randn({16, 1, 12, 12});
   Tensor y = matmul(x.flatten(1), randn({144, 10})).argmax(1);
   F::cross_entropy(ddp.forward(x), y).backward();
@@ -145,10 +149,11 @@ TEST(DistributedDataParallel, CommunicationStartsWhileBackwardRuns) {
   ASSERT_FALSE(stats.launch_seconds.empty());
   EXPECT_LT(stats.launch_seconds.front(), stats.last_grad_seconds);
   if (g->rank() == 0)
-    std::printf("DDP overlap: %zu buckets, first launched at %.6f s, last gradient at %.6f s, "
-                "%zu gradients computed after the first launch\n",
-                stats.bucket_sizes.size(), stats.launch_seconds.front(), stats.last_grad_seconds,
-                stats.grads_ready_after_first_launch);
+    std::printf(
+        "DDP overlap: %zu buckets, first launched at %.6f s, last gradient at %.6f s, "
+        "%zu gradients computed after the first launch\n",
+        stats.bucket_sizes.size(), stats.launch_seconds.front(), stats.last_grad_seconds,
+        stats.grads_ready_after_first_launch);
 }
 
 TEST(DistributedDataParallel, NoSyncAccumulatesLocallyThenReducesEverything) {
@@ -207,7 +212,8 @@ TEST(DistributedDataParallel, RecoversFromABackwardThatFailedHalfWay) {
   auto g = group();
   manual_seed(4);
   auto model = std::make_shared<BoomNet>();
-  nn::DistributedDataParallel ddp(model, g, nn::DistributedDataParallelOptions().bucket_cap_mb(1e-5));
+  nn::DistributedDataParallel ddp(model, g,
+                                  nn::DistributedDataParallelOptions().bucket_cap_mb(1e-5));
   manual_seed(60 + static_cast<uint64_t>(g->rank()));
   Tensor x = randn({5, 4});
   fail_backward = true;
@@ -233,7 +239,8 @@ TEST(DistributedDataParallel, DifferentModelsAreRefusedOnEveryRank) {
   auto different_count = std::make_shared<nn::Sequential>();
   different_count->push_back(std::make_shared<nn::Linear>(4, 4));
   if (g->rank() == 1) different_count->push_back(std::make_shared<nn::Linear>(4, 4));
-  expect_error([&] { nn::DistributedDataParallel ddp(different_count, g); }, {"different parameters"});
+  expect_error([&] { nn::DistributedDataParallel ddp(different_count, g); },
+               {"different parameters"});
   g->barrier();  // and the group still works
 }
 
@@ -280,7 +287,8 @@ TEST(SyncBatchNorm, NormalizesWithTheGlobalBatchAndPlainBatchNormDoesNot) {
   // A channel far from zero with a tiny spread: E[x^2] - E[x]^2 must not go negative.
   Tensor far = randn({2, 3, 4, 4}) * 0.01 + 1000;
   Tensor far_out = sync->forward(far);
-  for (float v : far_out.to_vector<float>()) ASSERT_TRUE(std::isfinite(v)) << "SyncBatchNorm produced " << v;
+  for (float v : far_out.to_vector<float>())
+    ASSERT_TRUE(std::isfinite(v)) << "SyncBatchNorm produced " << v;
   // Eval mode: the running statistics, no communication.
   sync->eval();
   EXPECT_EQ(sync->forward(mine).shape().vec(), mine.shape().vec());

@@ -51,7 +51,8 @@ inline void expect_error(const std::function<void()>& f, std::initializer_list<c
     ADD_FAILURE() << "expected kiln::Error";
   } catch (const Error& e) {
     for (const char* p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "'" << p << "' not in: " << e.what();
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << "'" << p << "' not in: " << e.what();
   }
 }
 

@@ -46,7 +46,9 @@ struct Group {
   }
 };
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 TEST(CpuCollectives, PluginHasFourDevices) {
   int32_t count = 0;
@@ -62,14 +64,16 @@ TEST(CpuCollectives, AllReduceAddsInRankOrderInPlaceAndOutOfPlace) {
   for (size_t r = 0; r < 4; ++r)
     for (size_t i = 0; i < n; ++i) send[r][i] = r == 0 ? 1e8f : 1.0f + static_cast<float>(i % 7);
   auto out = g.run([&](int r) {
-    return g.api->all_reduce(g.comms[static_cast<size_t>(r)], nullptr, send[static_cast<size_t>(r)].data(),
-                             recv[static_cast<size_t>(r)].data(), n, KILN_DTYPE_FLOAT32, KILN_REDUCE_SUM);
+    return g.api->all_reduce(
+        g.comms[static_cast<size_t>(r)], nullptr, send[static_cast<size_t>(r)].data(),
+        recv[static_cast<size_t>(r)].data(), n, KILN_DTYPE_FLOAT32, KILN_REDUCE_SUM);
   });
   for (const auto& o : out) ASSERT_TRUE(o.ok()) << o.message;
   for (size_t i = 0; i < n; ++i) {
     float expected = send[0][i];
     for (size_t r = 1; r < 4; ++r) expected += send[r][i];  // rank order, in float
-    for (size_t r = 0; r < 4; ++r) ASSERT_EQ(recv[r][i], expected) << "rank " << r << " element " << i;
+    for (size_t r = 0; r < 4; ++r)
+      ASSERT_EQ(recv[r][i], expected) << "rank " << r << " element " << i;
   }
   // In place, max over ranks of (rank * 10 + i).
   std::vector<std::vector<int64_t>> data(4, std::vector<int64_t>(n));
@@ -83,7 +87,8 @@ TEST(CpuCollectives, AllReduceAddsInRankOrderInPlaceAndOutOfPlace) {
   for (const auto& o : out) ASSERT_TRUE(o.ok()) << o.message;
   for (size_t i = 0; i < n; ++i) {
     const int64_t expected = i % 2 ? static_cast<int64_t>(30 + i) : -static_cast<int64_t>(i);
-    for (size_t r = 0; r < 4; ++r) ASSERT_EQ(data[r][i], expected) << "rank " << r << " element " << i;
+    for (size_t r = 0; r < 4; ++r)
+      ASSERT_EQ(data[r][i], expected) << "rank " << r << " element " << i;
   }
 }
 
@@ -108,7 +113,8 @@ TEST(CpuCollectives, DisagreeingRanksAllFailAndTheGroupStaysUsable) {
   std::vector<float> a(12, 1.0f), b(12, 2.0f);
   auto out = g.run([&](int r) {
     return g.api->all_reduce(g.comms[static_cast<size_t>(r)], nullptr, r ? b.data() : a.data(),
-                             r ? b.data() : a.data(), r ? 12 : 10, KILN_DTYPE_FLOAT32, KILN_REDUCE_SUM);
+                             r ? b.data() : a.data(), r ? 12 : 10, KILN_DTYPE_FLOAT32,
+                             KILN_REDUCE_SUM);
   });
   for (const auto& o : out) {
     EXPECT_EQ(o.code, KILN_STATUS_INVALID_ARGUMENT);
@@ -156,11 +162,15 @@ TEST(CpuCollectives, AMissingRankTimesOutEveryWaiterAndAbortsTheGroup) {
   auto start = std::chrono::steady_clock::now();
   // Ranks 0 and 1 arrive; rank 2 never does.
   std::vector<Outcome> out(2);
-  std::thread t0([&] { out[0] = take(g.api->all_reduce(g.comms[0], nullptr, v.data(), v.data(), 8, KILN_DTYPE_FLOAT32, KILN_REDUCE_SUM)); });
+  std::thread t0([&] {
+    out[0] = take(g.api->all_reduce(g.comms[0], nullptr, v.data(), v.data(), 8, KILN_DTYPE_FLOAT32,
+                                    KILN_REDUCE_SUM));
+  });
   std::thread t1([&] { out[1] = take(g.api->barrier(g.comms[1], nullptr)); });
   t0.join();
   t1.join();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 5.0);
   for (const auto& o : out) {
     EXPECT_EQ(o.code, KILN_STATUS_DEVICE_ERROR);
@@ -193,11 +203,13 @@ TEST(CpuCollectives, BroadcastGatherScatterInPlace) {
   // all_gather in place: rank r's input is slot r of its output.
   std::vector<std::vector<double>> gathered(3, std::vector<double>(3 * n, 0.0));
   for (size_t r = 0; r < 3; ++r)
-    for (size_t i = 0; i < n; ++i) gathered[r][r * n + i] = static_cast<double>(r) + 0.25 * static_cast<double>(i);
+    for (size_t i = 0; i < n; ++i)
+      gathered[r][r * n + i] = static_cast<double>(r) + 0.25 * static_cast<double>(i);
   out = g.run([&](int r) {
     auto& v = gathered[static_cast<size_t>(r)];
-    return g.api->all_gather(g.comms[static_cast<size_t>(r)], nullptr, v.data() + static_cast<size_t>(r) * n,
-                             v.data(), n, KILN_DTYPE_FLOAT64);
+    return g.api->all_gather(g.comms[static_cast<size_t>(r)], nullptr,
+                             v.data() + static_cast<size_t>(r) * n, v.data(), n,
+                             KILN_DTYPE_FLOAT64);
   });
   for (const auto& o : out) ASSERT_TRUE(o.ok()) << o.message;
   for (size_t r = 0; r < 3; ++r)
@@ -234,7 +246,8 @@ TEST(CpuCollectives, GroupCreationRefusesBadArguments) {
   EXPECT_TRUE(contains(o.message, "twice")) << o.message;
   o = take(api->comm_init_group(p.api->context, twice, 1, 0, comms));
   EXPECT_TRUE(contains(o.message, "timeout")) << o.message;
-  o = take(api->all_reduce(nullptr, nullptr, nullptr, nullptr, 0, KILN_DTYPE_FLOAT32, KILN_REDUCE_SUM));
+  o = take(
+      api->all_reduce(nullptr, nullptr, nullptr, nullptr, 0, KILN_DTYPE_FLOAT32, KILN_REDUCE_SUM));
   EXPECT_EQ(o.code, KILN_STATUS_INVALID_ARGUMENT);
 }
 

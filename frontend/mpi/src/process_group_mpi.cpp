@@ -35,10 +35,14 @@ enum class Kind : int64_t { AllReduce = 1, Broadcast = 2, AllGather = 3, Barrier
 
 const char* kind_name(int64_t kind) {
   switch (static_cast<Kind>(kind)) {
-    case Kind::AllReduce: return "all_reduce";
-    case Kind::Broadcast: return "broadcast";
-    case Kind::AllGather: return "all_gather";
-    case Kind::Barrier: return "barrier";
+    case Kind::AllReduce:
+      return "all_reduce";
+    case Kind::Broadcast:
+      return "broadcast";
+    case Kind::AllGather:
+      return "all_gather";
+    case Kind::Barrier:
+      return "barrier";
   }
   return "an unknown collective";
 }
@@ -48,7 +52,8 @@ constexpr int kHeaderTag = 0x4b31;  // "K1": Kiln's agreement messages
 std::string mpi_error(int code) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
-  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(code);
   return std::string(text, static_cast<size_t>(length));
 }
 
@@ -63,13 +68,19 @@ DType wire_dtype(DType dtype) {
 
 MPI_Datatype mpi_type(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return MPI_FLOAT;
-    case DType::Float64: return MPI_DOUBLE;
-    case DType::Int32: return MPI_INT32_T;
-    case DType::Int64: return MPI_INT64_T;
+    case DType::Float32:
+      return MPI_FLOAT;
+    case DType::Float64:
+      return MPI_DOUBLE;
+    case DType::Int32:
+      return MPI_INT32_T;
+    case DType::Int64:
+      return MPI_INT64_T;
     case DType::UInt8:
-    case DType::Bool: return MPI_UINT8_T;
-    default: return MPI_BYTE;
+    case DType::Bool:
+      return MPI_UINT8_T;
+    default:
+      return MPI_BYTE;
   }
 }
 
@@ -167,9 +178,7 @@ class MpiGroup final : public ProcessGroup {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  std::string str() const override {
-    return detail::concat("mpi, rank ", rank_, " of ", size_);
-  }
+  std::string str() const override { return detail::concat("mpi, rank ", rank_, " of ", size_); }
   double timeout() const { return timeout_; }
 
   bool broken() const {
@@ -198,8 +207,9 @@ class MpiGroup final : public ProcessGroup {
                 "MPI_Allreduce");
       Tensor result = from_blob(buffer.data(), t.shape(), wire, TensorOptions().device(t.device()));
       if (op == ReduceOp::Avg) {
-        result = is_floating(wire) ? result / static_cast<double>(size_)
-                                   : (result.to(DType::Float64) / static_cast<double>(size_)).to(wire);
+        result = is_floating(wire)
+                     ? result / static_cast<double>(size_)
+                     : (result.to(DType::Float64) / static_cast<double>(size_)).to(wire);
       }
       Tensor(t).copy_(result);
       give_back(std::move(buffer));
@@ -212,14 +222,15 @@ class MpiGroup final : public ProcessGroup {
                " is not a rank (0..", size_ - 1, ")");
     Tensor t = tensor;
     enqueue("broadcast", [this, t, root] {
-      std::vector<char> buffer = rank_ == root ? to_host(t, t.dtype())
-                                               : take_buffer(bytes_of(t.numel(), t.dtype()));
+      std::vector<char> buffer =
+          rank_ == root ? to_host(t, t.dtype()) : take_buffer(bytes_of(t.numel(), t.dtype()));
       agree(Kind::Broadcast, t.numel(), t.dtype(), root);
-      check_mpi(MPI_Bcast(buffer.data(), static_cast<int>(buffer.size()), MPI_BYTE, root,
-                          MPI_COMM_WORLD),
-                "MPI_Bcast");
+      check_mpi(
+          MPI_Bcast(buffer.data(), static_cast<int>(buffer.size()), MPI_BYTE, root, MPI_COMM_WORLD),
+          "MPI_Bcast");
       if (rank_ != root)
-        Tensor(t).copy_(from_blob(buffer.data(), t.shape(), t.dtype(), TensorOptions().device(t.device())));
+        Tensor(t).copy_(
+            from_blob(buffer.data(), t.shape(), t.dtype(), TensorOptions().device(t.device())));
       give_back(std::move(buffer));
     })->wait();
   }
@@ -238,7 +249,8 @@ class MpiGroup final : public ProcessGroup {
       check_mpi(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(),
                               static_cast<int>(mine.size()), MPI_BYTE, MPI_COMM_WORLD),
                 "MPI_Allgather");
-      Tensor(out).copy_(from_blob(all.data(), out.shape(), out.dtype(), TensorOptions().device(out.device())));
+      Tensor(out).copy_(
+          from_blob(all.data(), out.shape(), out.dtype(), TensorOptions().device(out.device())));
     })->wait();
   }
 
@@ -310,16 +322,20 @@ class MpiGroup final : public ProcessGroup {
     {
       std::lock_guard lock(mutex_);
       if (!broken_reason_.empty())
-        throw Error(detail::concat(what, " on ", str(), ": the group is unusable after an earlier "
-                                   "failure (", broken_reason_, ")"));
+        throw Error(detail::concat(what, " on ", str(),
+                                   ": the group is unusable after an earlier "
+                                   "failure (",
+                                   broken_reason_, ")"));
     }
     std::future<void> done = worker_->submit([this, what, body = std::move(body)] {
       // A task queued before the group broke must not start a collective after it.
       {
         std::lock_guard lock(mutex_);
         if (!broken_reason_.empty())
-          throw Error(detail::concat(what, " on ", str(), ": the group is unusable after an "
-                                     "earlier failure (", broken_reason_, ")"));
+          throw Error(detail::concat(what, " on ", str(),
+                                     ": the group is unusable after an "
+                                     "earlier failure (",
+                                     broken_reason_, ")"));
       }
       NoGradGuard no_grad;  // the caller's tensors may require grad; this is no op
       body();
@@ -383,9 +399,9 @@ class MpiGroup final : public ProcessGroup {
           MPI_Cancel(&ex->receives[i]);
           MPI_Request_free(&ex->receives[i]);
         }
-        const std::string reason =
-            detail::concat(kind_name(static_cast<int64_t>(kind)), " #", sequence, " timed out after ",
-                           timeout_, " s on ", str(), ": rank(s) that did not arrive: ", missing);
+        const std::string reason = detail::concat(
+            kind_name(static_cast<int64_t>(kind)), " #", sequence, " timed out after ", timeout_,
+            " s on ", str(), ": rank(s) that did not arrive: ", missing);
         mark_broken(reason);
         (void)ex.release();  // pending sends may still read `mine`
         throw Error(reason + "; the group is now unusable");
@@ -393,8 +409,9 @@ class MpiGroup final : public ProcessGroup {
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::microseconds(1000));
     }
-    check_mpi(MPI_Waitall(static_cast<int>(ex->sends.size()), ex->sends.data(), MPI_STATUSES_IGNORE),
-              "MPI_Waitall");
+    check_mpi(
+        MPI_Waitall(static_cast<int>(ex->sends.size()), ex->sends.data(), MPI_STATUSES_IGNORE),
+        "MPI_Waitall");
     const auto& headers = ex->headers;
     const auto& first = headers[0];
     for (int r = 1; r < size_; ++r) {
@@ -410,9 +427,11 @@ class MpiGroup final : public ProcessGroup {
         what = detail::concat("rank 0 passes ", static_cast<DType>(first[3]), ", rank ", r,
                               " passes ", static_cast<DType>(h[3]));
       else
-        what = detail::concat("rank 0 passes ", first[1] == static_cast<int64_t>(Kind::Broadcast) ? "root " : "op ",
+        what = detail::concat("rank 0 passes ",
+                              first[1] == static_cast<int64_t>(Kind::Broadcast) ? "root " : "op ",
                               first[4], ", rank ", r, " passes ", h[4]);
-      throw Error(detail::concat(kind_name(first[1]), " on ", str(), ": the ranks disagree: ", what));
+      throw Error(
+          detail::concat(kind_name(first[1]), " on ", str(), ": the ranks disagree: ", what));
     }
   }
 
@@ -420,12 +439,12 @@ class MpiGroup final : public ProcessGroup {
   int rank_ = 0;
   int size_ = 1;
   std::string start_error_;
-  uint64_t sequence_ = 0;   // on the worker thread only
+  uint64_t sequence_ = 0;    // on the worker thread only
   std::vector<char> spare_;  // on the worker thread only
   mutable std::mutex mutex_;
   std::string broken_reason_;
-  bool owns_mpi_ = false;                // MPI_Init_thread was ours to call
-  std::unique_ptr<Worker> worker_;       // last: stopped first, before the members its tasks use
+  bool owns_mpi_ = false;           // MPI_Init_thread was ours to call
+  std::unique_ptr<Worker> worker_;  // last: stopped first, before the members its tasks use
 };
 
 void MpiWork::wait() {
@@ -469,9 +488,10 @@ std::shared_ptr<ProcessGroup> init(std::optional<double> timeout_seconds) {
   std::lock_guard lock(mutex);
   if (!world) {
     const double timeout = timeout_seconds ? *timeout_seconds : default_collective_timeout();
-    KILN_CHECK(timeout > 0 && std::isfinite(timeout),
-               "kiln::distributed::mpi::init: the timeout must be a positive number of seconds, got ",
-               timeout, " s");
+    KILN_CHECK(
+        timeout > 0 && std::isfinite(timeout),
+        "kiln::distributed::mpi::init: the timeout must be a positive number of seconds, got ",
+        timeout, " s");
     world = std::make_shared<MpiGroup>(timeout);
   }
   return world;

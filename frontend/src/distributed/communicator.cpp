@@ -22,10 +22,14 @@ namespace kiln::distributed {
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Avg: return "avg";
-    case ReduceOp::Min: return "min";
-    case ReduceOp::Max: return "max";
+    case ReduceOp::Sum:
+      return "sum";
+    case ReduceOp::Avg:
+      return "avg";
+    case ReduceOp::Min:
+      return "min";
+    case ReduceOp::Max:
+      return "max";
   }
   return "?";
 }
@@ -49,17 +53,22 @@ namespace {
 
 int32_t abi_reduce_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return KILN_REDUCE_SUM;
-    case ReduceOp::Avg: return KILN_REDUCE_AVG;
-    case ReduceOp::Min: return KILN_REDUCE_MIN;
-    case ReduceOp::Max: return KILN_REDUCE_MAX;
+    case ReduceOp::Sum:
+      return KILN_REDUCE_SUM;
+    case ReduceOp::Avg:
+      return KILN_REDUCE_AVG;
+    case ReduceOp::Min:
+      return KILN_REDUCE_MIN;
+    case ReduceOp::Max:
+      return KILN_REDUCE_MAX;
   }
   return 0;
 }
 
 void* data_of(const Tensor& t) {
   const auto& impl = *t.impl();
-  return static_cast<char*>(impl.storage->data) + impl.offset * static_cast<int64_t>(impl.itemsize());
+  return static_cast<char*>(impl.storage->data) +
+         impl.offset * static_cast<int64_t>(impl.itemsize());
 }
 
 bool reducible(DType dtype) {
@@ -91,9 +100,10 @@ struct Communicator::Impl {
   // outputs[i].numel() * out_scale with the same input size on every rank.
   void check(const char* what, const std::vector<Tensor>& inputs,
              const std::vector<Tensor>& outputs, int64_t in_scale, int64_t out_scale) const {
-    KILN_CHECK(static_cast<int>(inputs.size()) == size() && static_cast<int>(outputs.size()) == size(),
-               what, " on ", name, ": expected one input and one output per rank (", size(),
-               "), got ", inputs.size(), " and ", outputs.size());
+    KILN_CHECK(
+        static_cast<int>(inputs.size()) == size() && static_cast<int>(outputs.size()) == size(),
+        what, " on ", name, ": expected one input and one output per rank (", size(), "), got ",
+        inputs.size(), " and ", outputs.size());
     for (int r = 0; r < size(); ++r) {
       const Tensor& in = inputs[static_cast<size_t>(r)];
       const Tensor& out = outputs[static_cast<size_t>(r)];
@@ -107,8 +117,8 @@ struct Communicator::Impl {
                  name, ": every tensor must have rank 0's dtype ", inputs[0].dtype(), ", rank ", r,
                  " has ", in.dtype(), " and ", out.dtype());
       KILN_CHECK(in.numel() == inputs[0].numel(), what, " on ", name, ": rank 0 has ",
-                 inputs[0].numel(), " elements, rank ", r, " has ", in.numel(),
-                 " (shapes ", inputs[0].shape(), " and ", in.shape(), ")");
+                 inputs[0].numel(), " elements, rank ", r, " has ", in.numel(), " (shapes ",
+                 inputs[0].shape(), " and ", in.shape(), ")");
       KILN_CHECK(in.numel() * in_scale == out.numel() * out_scale, what, " on ", name, ": rank ", r,
                  "'s output has ", out.numel(), " elements, expected ",
                  in.numel() * in_scale / out_scale, " for an input of ", in.numel());
@@ -145,8 +155,8 @@ struct Communicator::Impl {
     for (int r = 0; r < size(); ++r) {
       const std::string& e = errors[static_cast<size_t>(r)];
       if (e.empty() || !seen.insert(e).second) continue;
-      combined += detail::concat(combined.empty() ? "" : "; ", devices[static_cast<size_t>(r)].str(),
-                                 ": ", e);
+      combined += detail::concat(combined.empty() ? "" : "; ",
+                                 devices[static_cast<size_t>(r)].str(), ": ", e);
     }
     if (!combined.empty()) throw Error(detail::concat(what, " on ", name, ": ", combined));
   }
@@ -169,9 +179,9 @@ struct Communicator::Impl {
   template <class Body>
   void host_fallback(const char* op, const std::vector<Tensor>& inputs,
                      const std::vector<Tensor>& outputs, Body&& body) const {
-    detail::check_fallback_allowed(detail::concat(
-        op, " on ", name, ": the plugin '", devices[0].backend(),
-        "' has no collectives; it would have reduced through host copies"));
+    detail::check_fallback_allowed(
+        detail::concat(op, " on ", name, ": the plugin '", devices[0].backend(),
+                       "' has no collectives; it would have reduced through host copies"));
     const auto start = std::chrono::steady_clock::now();
     body();
     record(op, start, inputs, outputs);
@@ -193,15 +203,22 @@ struct Communicator::Impl {
       Tensor v = host[r].to(acc_type);
       switch (op) {
         case ReduceOp::Sum:
-        case ReduceOp::Avg: acc = acc + v; break;
-        case ReduceOp::Min: acc = minimum(acc, v); break;
-        case ReduceOp::Max: acc = maximum(acc, v); break;
+        case ReduceOp::Avg:
+          acc = acc + v;
+          break;
+        case ReduceOp::Min:
+          acc = minimum(acc, v);
+          break;
+        case ReduceOp::Max:
+          acc = maximum(acc, v);
+          break;
       }
     }
     if (op == ReduceOp::Avg) {
       // Integers truncate toward zero, as the ABI says (exact below 2^53).
-      acc = is_floating(acc_type) ? acc / static_cast<double>(size())
-                                  : (acc.to(DType::Float64) / static_cast<double>(size())).to(acc_type);
+      acc = is_floating(acc_type)
+                ? acc / static_cast<double>(size())
+                : (acc.to(DType::Float64) / static_cast<double>(size())).to(acc_type);
     }
     return acc.to(dtype);
   }
@@ -209,8 +226,10 @@ struct Communicator::Impl {
   void record(const char* op, std::chrono::steady_clock::time_point start,
               const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) const {
     uint64_t bytes = 0;
-    for (const Tensor& t : inputs) bytes += static_cast<uint64_t>(t.numel()) * element_size(t.dtype());
-    for (const Tensor& t : outputs) bytes += static_cast<uint64_t>(t.numel()) * element_size(t.dtype());
+    for (const Tensor& t : inputs)
+      bytes += static_cast<uint64_t>(t.numel()) * element_size(t.dtype());
+    for (const Tensor& t : outputs)
+      bytes += static_cast<uint64_t>(t.numel()) * element_size(t.dtype());
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     detail::record_fallback(op, name, seconds, bytes);
@@ -243,10 +262,10 @@ Communicator::Communicator(std::vector<Device> devices, CommunicatorOptions opti
   std::vector<kiln_device*> handles;
   for (auto* ctx : m.contexts) handles.push_back(ctx->handle());
   m.comms.assign(handles.size(), nullptr);
-  m.contexts[0]->check(api->comm_init_group(m.contexts[0]->plugin()->api->context, handles.data(),
-                                            static_cast<int32_t>(handles.size()), m.timeout,
-                                            m.comms.data()),
-                       ("comm_init_group for " + m.name).c_str());
+  m.contexts[0]->check(
+      api->comm_init_group(m.contexts[0]->plugin()->api->context, handles.data(),
+                           static_cast<int32_t>(handles.size()), m.timeout, m.comms.data()),
+      ("comm_init_group for " + m.name).c_str());
   m.api = api;
 }
 
@@ -290,7 +309,8 @@ void Communicator::broadcast(const std::vector<Tensor>& inputs, const std::vecto
   if (!m.api)
     return m.host_fallback("kiln.broadcast", {inputs[static_cast<size_t>(root)]}, outputs, [&] {
       Tensor source = inputs[static_cast<size_t>(root)].detach().contiguous();
-      for (const Tensor& out : outputs) Tensor(out).copy_(source.to(out.device()).reshape(out.shape()));
+      for (const Tensor& out : outputs)
+        Tensor(out).copy_(source.to(out.device()).reshape(out.shape()));
     });
   m.run_native("broadcast", inputs, outputs,
                [&](kiln_comm* c, const void* send, void* recv, size_t n, int32_t dtype) {
@@ -298,7 +318,8 @@ void Communicator::broadcast(const std::vector<Tensor>& inputs, const std::vecto
                });
 }
 
-void Communicator::all_gather(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
+void Communicator::all_gather(const std::vector<Tensor>& inputs,
+                              const std::vector<Tensor>& outputs) {
   Impl& m = *impl_;
   m.check("all_gather", inputs, outputs, m.size(), 1);
   if (!m.api)

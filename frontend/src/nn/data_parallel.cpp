@@ -49,13 +49,16 @@ DataParallel::DataParallel(std::shared_ptr<Module> module, std::vector<Device> d
       KILN_CHECK(devices_[i] != devices_[j], "DataParallel: device ", devices_[i],
                  " is listed twice");
   for (const Tensor& p : module_->parameters())
-    KILN_CHECK(p.device() == devices_[0], "DataParallel: the module's parameters must be on the "
-               "first device, ", devices_[0], ", but one is on ", p.device(),
-               " (call module->to(", devices_[0], ") first)");
+    KILN_CHECK(p.device() == devices_[0],
+               "DataParallel: the module's parameters must be on the "
+               "first device, ",
+               devices_[0], ", but one is on ", p.device(), " (call module->to(", devices_[0],
+               ") first)");
   // SyncBatchNorm reduces over a process group from inside forward; replicas on
   // threads would issue those collectives in racing order.
   std::function<void(const Module&)> refuse_sync_bn = [&](const Module& m) {
-    KILN_CHECK(m.type_name() != "SyncBatchNorm", "DataParallel: the module contains a "
+    KILN_CHECK(m.type_name() != "SyncBatchNorm",
+               "DataParallel: the module contains a "
                "SyncBatchNorm, which works with DistributedDataParallel (one process per "
                "device), not with DataParallel; use BatchNorm2d here");
     for (const auto& [name, child] : m.named_children()) refuse_sync_bn(*child);
@@ -80,7 +83,8 @@ DataParallel::DataParallel(std::shared_ptr<Module> module, std::vector<Device> d
 }
 
 Tensor DataParallel::forward(const Tensor& input) {
-  KILN_CHECK(input.defined() && input.dim() >= 1, "DataParallel: expected a batch (a tensor of at "
+  KILN_CHECK(input.defined() && input.dim() >= 1,
+             "DataParallel: expected a batch (a tensor of at "
              "least 1 dimension) to split along dim 0");
   const int64_t batch = input.size(0);
   const auto devices = static_cast<int64_t>(devices_.size());

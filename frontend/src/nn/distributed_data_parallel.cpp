@@ -114,10 +114,12 @@ struct DistributedDataParallel::State {
     }
     if (!failure.empty() || !missing.empty()) {
       reset();
-      if (!failure.empty()) throw Error("DistributedDataParallel: reducing gradients failed: " + failure);
-      throw Error("DistributedDataParallel: these parameters received no gradient in this "
-                  "backward pass, so their buckets could not be reduced: " + missing +
-                  " (every rank must use every parameter in every step)");
+      if (!failure.empty())
+        throw Error("DistributedDataParallel: reducing gradients failed: " + failure);
+      throw Error(
+          "DistributedDataParallel: these parameters received no gradient in this "
+          "backward pass, so their buckets could not be reduced: " +
+          missing + " (every rank must use every parameter in every step)");
     }
     NoGradGuard no_grad;
     for (Bucket& b : buckets) {
@@ -142,8 +144,10 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
       options_(options),
       state_(std::make_shared<State>()) {
   KILN_CHECK(module_ && group_, "DistributedDataParallel: needs a module and a process group");
-  KILN_CHECK(options_.bucket_cap_mb_ > 0, "DistributedDataParallel: bucket_cap_mb must be "
-             "positive, got ", options_.bucket_cap_mb_);
+  KILN_CHECK(options_.bucket_cap_mb_ > 0,
+             "DistributedDataParallel: bucket_cap_mb must be "
+             "positive, got ",
+             options_.bucket_cap_mb_);
   register_module("module", module_);
   const std::string where = "DistributedDataParallel on " + group_->str();
 

@@ -20,10 +20,12 @@ Tensor all_reduce_sum_with_grad(const Tensor& tensor,
   auto ctx = std::make_shared<autograd::AutogradContext>();
   return autograd::detail::record_function(
       "AllReduceSumBackward", ctx, {tensor}, out,
-      [group, like = out](autograd::AutogradContext&, std::vector<Tensor> grads) -> std::vector<Tensor> {
+      [group, like = out](autograd::AutogradContext&,
+                          std::vector<Tensor> grads) -> std::vector<Tensor> {
         // Every rank reaches this node in its backward and must take part even when no
         // gradient flowed into it here.
-        Tensor g = grads.empty() || !grads[0].defined() ? zeros_like(like) : grads[0].contiguous().clone();
+        Tensor g =
+            grads.empty() || !grads[0].defined() ? zeros_like(like) : grads[0].contiguous().clone();
         group->all_reduce(g, distributed::ReduceOp::Sum);
         return {g};
       });
@@ -53,7 +55,8 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
   Tensor xd = x.to(DType::Float64);
   Tensor count = full({1}, static_cast<double>(x.numel() / c),
                       TensorOptions().dtype(DType::Float64).device(x.device()));
-  Tensor stats = all_reduce_sum_with_grad(cat({xd.sum(dims), (xd * xd).sum(dims), count}, 0), group_);
+  Tensor stats =
+      all_reduce_sum_with_grad(cat({xd.sum(dims), (xd * xd).sum(dims), count}, 0), group_);
   Tensor total = stats.narrow(0, 2 * c, 1);
   Tensor mean = stats.narrow(0, 0, c) / total;
   // Biased, as normalization uses; never below 0 whatever the rounding.
@@ -65,7 +68,8 @@ Tensor SyncBatchNorm::forward(const Tensor& x) {
   if (running_mean.defined()) {
     NoGradGuard no_grad;
     const double n = total.item<double>();
-    KILN_CHECK(n > 1, "SyncBatchNorm: the global batch has ", n, " value(s) per channel; "
+    KILN_CHECK(n > 1, "SyncBatchNorm: the global batch has ", n,
+               " value(s) per channel; "
                "training needs more than one");
     running_mean.mul_(1 - momentum_).add_(mean.detach() * momentum_);
     running_var.mul_(1 - momentum_).add_(var.detach() * (momentum_ * n / (n - 1)));

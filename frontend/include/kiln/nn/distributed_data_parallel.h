@@ -124,6 +124,7 @@ class SyncBatchNorm : public BatchNorm {
 /// The sum of `tensor` over the group's ranks, on every rank, recorded by autograd:
 /// its backward is the sum over ranks of the incoming gradients (what SyncBatchNorm
 /// builds on). Every rank must call it, and reach its backward, in the same order.
-Tensor all_reduce_sum_with_grad(const Tensor& tensor, const std::shared_ptr<distributed::ProcessGroup>& group);
+Tensor all_reduce_sum_with_grad(const Tensor& tensor,
+                                const std::shared_ptr<distributed::ProcessGroup>& group);
 
 }  // namespace kiln::nn

@@ -173,6 +173,28 @@ void save_checkpoint(const Args& a, kiln::nn::Module& model, kiln::optim::Optimi
 int64_t restore(const Args& a, const kiln::io::SafetensorsFile& file, kiln::nn::Module& model,
                 kiln::optim::Optimizer& opt, kiln::optim::LRScheduler* schedule, History& history);
 
+// Parses JSON that kiln-train wrote into a checkpoint's metadata. A file may be
+// hostile: nesting beyond what kiln-train writes is refused while parsing, before a
+// deep tree exists that building, printing or freeing would recurse through.
+json parse_metadata_json(const Args& a, const std::string& key, const std::string& text) {
+  struct TooDeep {};
+  try {
+    return json::parse(text, [](int depth, json::parse_event_t, json&) {
+      if (depth > 16) throw TooDeep{};
+      return true;
+    });
+  } catch (const TooDeep&) {
+    KILN_FAIL("--resume: ", a.checkpoint, ": its '", key,
+              "' metadata nests deeper than 16 levels; it is not a kiln-train checkpoint");
+  }
+}
+
+// At most `limit` characters of `value` printed, for messages about untrusted input.
+std::string excerpt(const json& value, size_t limit = 200) {
+  std::string text = value.dump();
+  return text.size() > limit ? text.substr(0, limit) + "..." : text;
+}
+
 // Restores a checkpoint; returns the number of epochs it had completed. Malformed
 // metadata (numbers, JSON) is reported as a kiln::Error naming the file.
 int64_t load_checkpoint(const Args& a, kiln::nn::Module& model, kiln::optim::Optimizer& opt,
@@ -195,9 +217,9 @@ int64_t restore(const Args& a, const kiln::io::SafetensorsFile& file, kiln::nn::
                " is not a kiln-train checkpoint (no '", key, "' in its metadata)");
     return it->second;
   };
-  json saved = json::parse(meta("run"));
+  json saved = parse_metadata_json(a, "run", meta("run"));
   KILN_CHECK(saved == run_identity(a), "--resume: ", a.checkpoint,
-             " was written by a run with other options; it has ", saved.dump(),
+             " was written by a run with other options; it has ", excerpt(saved),
              " but this run has ", run_identity(a).dump());
   kiln::nn::StateDict model_state, opt_state;
   for (auto& [n, t] : file.tensors) {
@@ -208,7 +230,7 @@ int64_t restore(const Args& a, const kiln::io::SafetensorsFile& file, kiln::nn::
   opt.load_state_dict(opt_state);
   if (schedule) schedule->set_step(std::stoll(meta("schedule_step")));
   kiln::set_generator_state({std::stoull(meta("generator_seed")), std::stoull(meta("generator_offset"))});
-  history = History::from_json(json::parse(meta("history")));
+  history = History::from_json(parse_metadata_json(a, "history", meta("history")));
   return std::stoll(meta("epochs_done"));
 }
 

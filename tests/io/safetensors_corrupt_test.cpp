@@ -43,6 +43,23 @@ TEST_F(SafetensorsCorrupt, TheGoodBaselineLoads) {
   EXPECT_EQ(load_safetensors(dir_ / "good.safetensors").at("w").shape(), IntArrayRef({2}));
 }
 
+TEST_F(SafetensorsCorrupt, DeeplyNestedHeaderIsRefusedNotACrash) {
+  // A 200 KB and a 2 MB header nested 100,000 and 1,000,000 levels deep (under the
+  // 100 MB header limit): parsing, printing or freeing such a tree recursively
+  // overflows the stack.
+  for (size_t depth : {size_t{100000}, size_t{1000000}}) {
+    const std::string nested = std::string(depth, '[') + std::string(depth, ']');
+    expect_header_refused(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"x":)" + nested + "}",
+                          8, {"nests deeper than 16 levels"});
+    // The same depth in objects, inside the metadata.
+    std::string objects;
+    for (size_t i = 0; i < depth; ++i) objects += R"({"a":)";
+    objects += "1" + std::string(depth, '}');
+    expect_header_refused(R"({"__metadata__":{"run":)" + objects + "}}", 0,
+                          {"nests deeper than 16 levels"});
+  }
+}
+
 TEST_F(SafetensorsCorrupt, ShorterThanTheLengthPrefix) {
   expect_refused("", {"0 bytes", "8-byte"});
   expect_refused(std::string(7, '\0'), {"7 bytes", "8-byte"});

@@ -84,11 +84,18 @@ struct DuplicateKey {
   bool top_level;
 };
 
+// A safetensors header nests three levels ({name: {"shape": [..]}}); anything far
+// deeper is hostile, and is refused as it is parsed, before a deep tree exists that
+// building it, printing it or destroying it would recurse through.
+constexpr int kMaxHeaderDepth = 16;
+struct TooDeep {};
+
 // nlohmann keeps the last of repeated keys silently; a repeated tensor name would
 // make the file mean two things, so every object is checked for repeats.
 Json parse_header(const std::filesystem::path& path, const std::string& text) {
   std::vector<std::set<std::string>> open_objects;
-  auto check_keys = [&](int /*depth*/, Json::parse_event_t event, Json& parsed) {
+  auto check_keys = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if (depth > kMaxHeaderDepth) throw TooDeep{};
     if (event == Json::parse_event_t::object_start) {
       open_objects.emplace_back();
     } else if (event == Json::parse_event_t::object_end) {
@@ -101,6 +108,9 @@ Json parse_header(const std::filesystem::path& path, const std::string& text) {
   };
   try {
     return Json::parse(text, check_keys);
+  } catch (const TooDeep&) {
+    refuse(path, "the header nests deeper than ", kMaxHeaderDepth,
+           " levels (a safetensors header has 3): refused as malformed");
   } catch (const DuplicateKey& duplicate) {
     if (duplicate.top_level) refuse(path, "the header lists '", duplicate.key, "' twice");
     refuse(path, "the header repeats the key '", duplicate.key, "' inside an entry");

@@ -175,3 +175,33 @@ TEST(DuplicatePlugin, TheSecondCopyIsRefusedAndTheFirstServes) {
 
 }  // namespace
 }  // namespace kiln
+
+// A FIFO named like a plugin (registered as runtime.fifo_candidate): opening it would
+// block every Kiln program forever; it must be skipped and listed, and the CPU plugin
+// must still load. The FIFO is made here, before anything has started discovery.
+#include <sys/stat.h>
+
+namespace kiln::test {
+namespace {
+
+TEST(FifoCandidate, IsSkippedNotOpened) {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("kiln-fifo-" + std::to_string(::getpid()))).string();
+  std::filesystem::create_directories(dir);
+  const std::string fifo = dir + "/libkiln_fifo.so";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << "cannot make a FIFO at " << fifo;
+  ::setenv("KILN_PLUGIN_PATH", dir.c_str(), 1);
+  const auto failures = plugin_load_failures();  // discovery happens here
+  std::filesystem::remove_all(dir);
+  bool listed = false;
+  for (const auto& f : failures)
+    if (f.path == fifo) {
+      listed = true;
+      EXPECT_NE(f.reason.find("not a regular file"), std::string::npos) << f.reason;
+    }
+  EXPECT_TRUE(listed) << "the FIFO is not among the rejected candidates";
+  EXPECT_GE(device_count("cpu"), 1);
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -213,8 +213,17 @@ Registry::Registry() {
     std::vector<fs::path> candidates;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
       std::string file = entry.path().filename().string();
-      if (file.starts_with(KILN_PLUGIN_FILE_PREFIX) && file.ends_with(KILN_PLUGIN_FILE_SUFFIX))
-        candidates.push_back(entry.path());
+      if (!file.starts_with(KILN_PLUGIN_FILE_PREFIX) || !file.ends_with(KILN_PLUGIN_FILE_SUFFIX))
+        continue;
+      // Only regular files (links to them included): opening a FIFO blocks forever,
+      // and folders or devices are no libraries either.
+      std::error_code type_error;
+      if (!fs::is_regular_file(entry.path(), type_error)) {
+        failures_.push_back({entry.path().string(),
+                             "not a regular file (a FIFO, device, socket or folder): skipped"});
+        continue;
+      }
+      candidates.push_back(entry.path());
     }
     if (ec) failures_.push_back({dir, "cannot list folder: " + ec.message()});
     std::sort(candidates.begin(), candidates.end());

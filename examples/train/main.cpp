@@ -306,6 +306,8 @@ int run(const Args& a) {
 
   int64_t batches = train_loader.size();
   if (a.limit_batches > 0) batches = std::min(batches, a.limit_batches);
+  KILN_CHECK(a.epochs <= INT64_MAX / std::max<int64_t>(batches, 1), "--epochs ", a.epochs,
+             ": epochs x ", batches, " batches per epoch does not fit the step counter");
   auto optimizer = make_optimizer(a, model->parameters());
   auto schedule = make_schedule(a, *optimizer, a.epochs * batches);
 

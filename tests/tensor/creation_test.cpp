@@ -214,3 +214,20 @@ TEST(Creation, TensorOptionsDefaults) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln::test {
+namespace {
+
+TEST(Creation, EmptyTensorsWithHugeDimensionsDoNotOverflow) {
+  // 0 x 2^62 x 2^62 holds nothing, but the row-major strides of its other dimensions
+  // overflow int64 (undefined behaviour, which the sanitizer build turns into a
+  // failure); a non-empty shape that large is refused instead.
+  const int64_t huge = int64_t{1} << 62;
+  Tensor t = empty({0, huge, huge});
+  EXPECT_EQ(t.numel(), 0);
+  EXPECT_EQ(t.shape().vec(), (std::vector<int64_t>{0, huge, huge}));
+  EXPECT_THROW(empty({2, huge, huge}), Error);
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -50,7 +50,10 @@ SmallDims contiguous_strides(IntArrayRef shape) {
   int64_t s = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = s;
-    s *= std::max<int64_t>(shape[i], 1);
+    // Saturating: a product past int64 is only reachable with a zero-size dimension
+    // elsewhere (checked_numel refuses it otherwise), and an empty tensor's strides
+    // never address memory. Plain multiplication would be undefined behaviour.
+    if (__builtin_mul_overflow(s, std::max<int64_t>(shape[i], 1), &s)) s = INT64_MAX;
   }
   return strides;
 }

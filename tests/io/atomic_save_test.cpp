@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "io_test_util.h"
 #include "kiln_test.h"
@@ -116,6 +118,29 @@ TEST(AtomicSave, AbandonedWriteKeepsThePreviousFile) {
   }
   EXPECT_EQ(read_bytes(path), good);
   EXPECT_EQ(dir.entries(), (std::vector<std::string>{"model.safetensors"}));
+}
+
+TEST(AtomicSave, TemporariesOfDeadProcessesAreRemovedByTheNextSave) {
+  TempDir dir;
+  const auto target = dir / "run.safetensors";
+  // A process that has exited: its pid names no process any more.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ::waitpid(child, nullptr, 0);
+  const std::string dead = ".run.safetensors.tmp-" + std::to_string(child) + "-0";
+  const std::string live = ".run.safetensors.tmp-1-7";  // pid 1 is alive
+  const std::string other = ".other.safetensors.tmp-" + std::to_string(child) + "-0";
+  const std::string unlike = ".run.safetensors.tmp-notapid";
+  for (const auto& name : {dead, live, other, unlike}) write_bytes(dir / name, "partial");
+  save_safetensors(target, NamedTensors{{"w", ones({2})}});
+  const auto left = dir.entries();
+  auto has = [&](const std::string& n) { return std::find(left.begin(), left.end(), n) != left.end(); };
+  EXPECT_FALSE(has(dead)) << "a dead writer's temporary file was left";
+  EXPECT_TRUE(has(live)) << "a live process's temporary file was removed";
+  EXPECT_TRUE(has(other)) << "another target's temporary file was removed";
+  EXPECT_TRUE(has(unlike)) << "a file of another naming pattern was removed";
+  EXPECT_TRUE(has("run.safetensors"));
 }
 
 TEST(AtomicSave, WriterCommitsOnlyOnce) {

@@ -1,6 +1,7 @@
 #include "kiln/io/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,6 +20,30 @@ std::string errno_text(int error_number) { return std::system_category().message
 std::filesystem::path folder_of(const std::filesystem::path& target) {
   std::filesystem::path folder = target.parent_path();
   return folder.empty() ? std::filesystem::path(".") : folder;
+}
+
+// Removes temporary files an earlier process left beside `target` when it died
+// mid-save (kill -9, power loss): only names of the writer's own pattern,
+// ".<name>.tmp-<pid>-<n>", whose <pid> is another process that no longer exists —
+// a live writer's file is never touched. Best effort: errors are ignored.
+void remove_stale_temporaries(const std::filesystem::path& target) {
+  const std::string prefix = "." + target.filename().string() + ".tmp-";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(folder_of(target), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rest = name.substr(prefix.size());  // "<pid>-<n>"
+    const size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string::npos || dash + 1 == rest.size() ||
+        rest.find_first_not_of("0123456789-") != std::string::npos ||
+        rest.find('-', dash + 1) != std::string::npos || dash > 9)
+      continue;
+    const long pid = std::stol(rest.substr(0, dash));
+    if (pid <= 0 || pid == static_cast<long>(::getpid())) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    std::error_code ignored;
+    if (entry.is_regular_file(ignored)) std::filesystem::remove(entry.path(), ignored);
+  }
 }
 
 }  // namespace
@@ -42,6 +67,7 @@ AtomicFileWriter::AtomicFileWriter(std::filesystem::path target) : target_(std::
     if (fd >= 0) {
       fd_ = fd;
       temporary_ = std::move(candidate);
+      remove_stale_temporaries(target_);
       return;
     }
     if (errno != EEXIST)

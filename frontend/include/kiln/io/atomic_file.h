@@ -10,7 +10,9 @@
 /// The writer creates a temporary file beside the target (".<name>.tmp-<pid>-<n>"),
 /// and commit() fsyncs it, renames it over the target and fsyncs the folder. A
 /// writer destroyed without commit() (an exception on the way, for example)
-/// removes the temporary file and leaves the target as it was.
+/// removes the temporary file and leaves the target as it was. A process killed
+/// mid-save cannot clean up, so each new writer removes the temporary files of the
+/// same target whose process (the <pid> in the name) no longer exists.
 
 #include <cstddef>
 #include <filesystem>

@@ -23,6 +23,7 @@
 #include <kiln/data/dataloader.h>
 #include <kiln/data/mnist.h>
 #include <kiln/data/transforms.h>
+#include <kiln/io/atomic_file.h>
 #include <kiln/io/safetensors.h>
 #include <kiln/kiln.h>
 #include <kiln/nn.h>
@@ -257,7 +258,19 @@ std::shared_ptr<kiln::distributed::ProcessGroup> process_group() {
   return nullptr;
 }
 
+// Fails now, naming the argument, if `path` cannot be written: before an epoch of
+// training, not after it. (A writer made and discarded: it leaves nothing behind.)
+void check_writable(const char* argument, const std::string& path) {
+  try {
+    kiln::io::AtomicFileWriter probe(path);
+  } catch (const kiln::Error& e) {
+    KILN_FAIL(argument, " ", path, ": ", e.what());
+  }
+}
+
 int run(const Args& a) {
+  if (!a.metrics_json.empty()) check_writable("--metrics-json", a.metrics_json);
+  if (!a.checkpoint.empty()) check_writable("--checkpoint", a.checkpoint);
   auto group = process_group();
   const bool main_rank = !group || group->is_main();
   const int ranks = group ? group->size() : 1;
@@ -294,6 +307,7 @@ int run(const Args& a) {
   auto data_options = kiln::data::MNISTOptions().normalize(kMean, kStd);
   auto train_set = std::make_shared<kiln::data::FashionMNIST>(root, true, data_options);
   auto test_set = std::make_shared<kiln::data::FashionMNIST>(root, false, data_options);
+  KILN_CHECK(train_set->size() > 0, "--data ", root.string(), ": the training set has no images");
 
   auto train_options = kiln::data::DataLoaderOptions().batch_size(a.batch_size).shuffle(true)
                            .seed(a.seed).device(device);
@@ -408,7 +422,10 @@ int run(const Args& a) {
         {"ranks", ranks},
         {"devices", devices.size() > 1 ? a.devices : device.str()},
         {"history", history.to_json()}};
-    std::ofstream(a.metrics_json) << metrics.dump(2) << "\n";
+    const std::string text = metrics.dump(2) + "\n";
+    kiln::io::AtomicFileWriter out(a.metrics_json);  // errors name the path
+    out.write(text.data(), text.size());
+    out.commit();
   }
   auto report = kiln::fallback_report();
   if (!report.empty() && main_rank) std::cout << report.str();
@@ -434,11 +451,13 @@ int main(int argc, char** argv) {
   app.add_option("--device", a.device, "e.g. cpu, cuda:0 (default: KILN_BACKEND, else cpu)");
   app.add_option("--devices", a.devices, "train on several devices of this process with "
                  "nn::DataParallel, e.g. cpu:0,cpu:1 (the batch is split across them)");
-  app.add_option("--seed", a.seed)->capture_default_str();
+  app.add_option("--seed", a.seed)->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--data", a.data, "folder with the Fashion-MNIST .gz files (default: /usr/share/datasets/fashion-mnist)");
-  app.add_option("--checkpoint", a.checkpoint, "safetensors file written after every epoch");
+  app.add_option("--checkpoint", a.checkpoint, "safetensors file written after every epoch")
+      ->check([](const std::string& v) { return v.empty() ? std::string("the path is empty") : std::string(); });
   app.add_flag("--resume", a.resume, "continue from --checkpoint if it exists");
-  app.add_option("--metrics-json", a.metrics_json, "write a summary of the run here");
+  app.add_option("--metrics-json", a.metrics_json, "write a summary of the run here")
+      ->check([](const std::string& v) { return v.empty() ? std::string("the path is empty") : std::string(); });
   app.add_option("--limit-batches", a.limit_batches, "stop each epoch after this many batches (quick runs)")->check(CLI::NonNegativeNumber);
   app.add_option("--stop-after", a.stop_after, "end the run after this epoch, as if interrupted (to try --resume)")->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);

@@ -325,27 +325,34 @@ kiln_comm& comm_of(kiln_comm* comm, const char* what) {
   return *comm;
 }
 
-// What is wrong with one rank's own arguments ("" if nothing): reported on every
-// rank by post().
-std::string check_arguments(const Call& call, int group_size) {
+// Records in `call` what is wrong with this rank's own arguments, if anything, and
+// the status code that says so.
+void check_arguments(Call& call, int group_size) {
+  auto bad = [&](kiln_status_code code, std::string message) {
+    call.local_code = code;
+    call.local_error = std::move(message);
+  };
   if (call.count != 0 && (call.send == nullptr || call.recv == nullptr))
-    return sdk::str_cat("null buffer for ", call.count, " elements");
-  if (call.kind == Kind::Barrier) return "";
-  if (kiln_dtype_size(call.dtype) == 0) return sdk::str_cat("unknown dtype ", call.dtype);
+    return bad(KILN_STATUS_INVALID_ARGUMENT,
+               sdk::str_cat("null buffer for ", call.count, " elements"));
+  if (call.kind == Kind::Barrier) return;
+  if (kiln_dtype_size(call.dtype) == 0)
+    return bad(KILN_STATUS_INVALID_ARGUMENT, sdk::str_cat("unknown dtype ", call.dtype));
   if (call.kind == Kind::Broadcast) {
     if (call.op_or_root < 0 || call.op_or_root >= group_size)
-      return sdk::str_cat("root ", call.op_or_root, " is not a rank of the group of ", group_size);
-    return "";
+      bad(KILN_STATUS_INVALID_ARGUMENT,
+          sdk::str_cat("root ", call.op_or_root, " is not a rank of the group of ", group_size));
+    return;
   }
-  if (call.kind == Kind::AllGather) return "";
+  if (call.kind == Kind::AllGather) return;
   if (call.op_or_root < KILN_REDUCE_SUM || call.op_or_root > KILN_REDUCE_MAX)
-    return sdk::str_cat("unknown reduce op ", call.op_or_root,
-                        " (expected 1 sum, 2 avg, 3 min or 4 max)");
+    return bad(KILN_STATUS_INVALID_ARGUMENT,
+               sdk::str_cat("unknown reduce op ", call.op_or_root,
+                            " (expected 1 sum, 2 avg, 3 min or 4 max)"));
   if (!reducible(call.dtype))
-    return sdk::str_cat("dtype ", call.dtype,
-                        " cannot be reduced (float32, float64, float16, "
-                        "bfloat16, int32 and int64 can)");
-  return "";
+    bad(KILN_STATUS_UNSUPPORTED, sdk::str_cat("dtype ", call.dtype,
+                                              " cannot be reduced (float32, float64, float16, "
+                                              "bfloat16, int32 and int64 can)"));
 }
 
 // Runs what a rank does after begin(); if it throws, the group is aborted so that no
@@ -363,10 +370,7 @@ void after_begin(Group& g, const char* what, F&& f) {
 // Publishes this rank's call and waits for the group; throws on every rank if any
 // rank's arguments are bad or the ranks disagree.
 Group& begin(kiln_comm& c, Call call) {
-  call.local_error = check_arguments(call, c.group->size());
-  if (!call.local_error.empty() && call.kind != Kind::Barrier && call.kind != Kind::Broadcast &&
-      call.kind != Kind::AllGather && kiln_dtype_size(call.dtype) != 0 && !reducible(call.dtype))
-    call.local_code = KILN_STATUS_UNSUPPORTED;
+  check_arguments(call, c.group->size());
   c.group->post(c.rank, call);
   return *c.group;
 }

@@ -3,10 +3,12 @@
 #include <filesystem>
 #include <set>
 
+#include <kiln/sdk/elf_symbols.h>
+#include <kiln/sdk/table_entries.h>
+
 #include "abi_check.h"
 #include "abi_checks.h"
 #include "abi_common.h"
-#include "elf_exports.h"
 
 namespace kiln::conformance {
 
@@ -35,10 +37,10 @@ void abi_entry(const AbiTarget& target, Reporter& reporter) {
     // Other exported symbols can collide with those of other plugins or of the host
     // (two libstdc++ inline copies, two SDK versions); kiln_add_plugin hides them.
     Check check(reporter, "exported symbols");
-    if (const auto symbols = exported_symbols(target.path)) {
+    if (const auto symbols = kiln::sdk::elf_defined_symbols(target.path)) {
       std::vector<std::string> others;
-      for (const std::string& s : *symbols)
-        if (s != KILN_PLUGIN_ENTRY_SYMBOL) others.push_back(s);
+      for (const kiln::sdk::ElfSymbol& s : *symbols)
+        if (s.exported && s.name != KILN_PLUGIN_ENTRY_SYMBOL) others.push_back(s.name);
       if (!others.empty()) {
         std::string some;
         for (size_t i = 0; i < others.size() && i < 3; ++i) some += (i ? ", " : "") + others[i];
@@ -100,34 +102,15 @@ void abi_entry(const AbiTarget& target, Reporter& reporter) {
   }
   {
     Check check(reporter, "required and optional entries");
-    struct Entry {
-      const char* name;
-      bool present;
-    };
-    const Entry required[] = {
-        {"device_count", api->device_count != nullptr},
-        {"device_get_properties", api->device_get_properties != nullptr},
-        {"device_open", api->device_open != nullptr},
-        {"allocate", api->allocate != nullptr},
-        {"deallocate", api->deallocate != nullptr},
-        {"memory_stats", api->memory_stats != nullptr},
-        {"copy", api->copy != nullptr},
-        {"stream_synchronize", api->stream_synchronize != nullptr},
-        {"get_kernel", api->get_kernel != nullptr},
-    };
-    for (const Entry& e : required)
-      if (!e.present) check.fail(std::string("required entry '") + e.name + "' is NULL");
-    const bool stream_pair = (api->stream_create != nullptr) == (api->stream_destroy != nullptr);
-    if (!stream_pair) check.fail("stream_create and stream_destroy must both be provided or both NULL");
-    const int events = (api->event_create != nullptr) + (api->event_destroy != nullptr) +
-                       (api->event_record != nullptr) + (api->stream_wait_event != nullptr) +
-                       (api->event_synchronize != nullptr);
-    if (events != 0 && events != 5)
-      check.fail("the event functions are optional as a group: " + std::to_string(events) +
-                 " of the 5 are provided");
+    // The same check as Kiln's loader (kiln/sdk/table_entries.h), one line per defect.
+    const kiln::sdk::TableDefects defects = kiln::sdk::plugin_table_defects(*api);
+    for (const std::string& entry : defects.missing)
+      check.fail("required entry '" + entry + "' is NULL");
+    for (const std::string& group : defects.partial) check.fail(group);
+    const bool events = api->event_create != nullptr;
     if (api->describe != nullptr && api->describe(api->context) == nullptr)
       check.fail("describe() returned NULL (return \"\" when there is nothing to say)");
-    check.note(events == 5 ? "streams and events provided" : "no events (a synchronous plugin)");
+    check.note(events ? "streams and events provided" : "no events (a synchronous plugin)");
     if (check.failed()) return;
   }
   {

@@ -1,6 +1,8 @@
 // Loading the plugin under test the way Kiln's loader does, without Kiln.
 #include "abi_session.h"
 
+#include <kiln/sdk/elf_symbols.h>
+
 #include <dlfcn.h>
 
 #include <cstring>
@@ -54,8 +56,7 @@ AbiSession::AbiSession(const std::string& path) : path_(path) {
   }
   entry_ = reinterpret_cast<kiln_plugin_init_fn>(::dlsym(library_, KILN_PLUGIN_ENTRY_SYMBOL));
   if (entry_ == nullptr)
-    error_ = std::string("no entry symbol '") + KILN_PLUGIN_ENTRY_SYMBOL +
-             "' (is it a Kiln plugin? build it with kiln_add_plugin, or KILN_SDK_PLUGIN)";
+    error_ = kiln::sdk::missing_entry_reason(path);
 }
 
 Outcome AbiSession::take(kiln_status* status) {

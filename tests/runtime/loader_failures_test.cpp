@@ -52,7 +52,8 @@ TEST(BadPluginFolder, GoodPluginsStillLoad) {
   const auto names = test::plugin_names();
   EXPECT_TRUE(test::has_plugin("cpu")) << test::describe_failures();
   EXPECT_EQ(std::count(names.begin(), names.end(), "survivor"), 1) << test::describe_failures();
-  for (const char* broken : {"notalib", "noentry", "badmajor", "initfails", "toosmall", "misnamed"})
+  for (const char* broken : {"notalib", "noentry", "badmajor", "initfails", "toosmall", "misnamed",
+                             "holes", "mangled", "hidden", "cxxentry"})
     EXPECT_FALSE(test::has_plugin(broken)) << broken;
   for (const PluginInfo& p : loaded_plugins()) {
     if (p.name != "survivor") continue;
@@ -91,6 +92,53 @@ TEST(BadPluginFolder, LibraryWithoutTheEntrySymbol) {
   EXPECT_TRUE(contains(f.reason, "kiln_plugin_init")) << f.reason;
 }
 
+TEST(BadPluginFolder, LibraryWithoutTheEntrySymbolIsToldWhatAPluginDefines) {
+  REQUIRE_BAD_PLUGIN_ENV();
+  const auto f = failure_for("libkiln_noentry.so");
+  EXPECT_TRUE(contains(f.reason, "no entry symbol")) << f.reason;
+  EXPECT_FALSE(contains_any(f.reason, {"mangled", "hidden"})) << f.reason;
+}
+
+TEST(BadPluginFolder, MangledEntryPointIsNamedAsTheCause) {
+  REQUIRE_BAD_PLUGIN_ENV();
+  const auto f = failure_for("libkiln_mangled.so");
+  EXPECT_TRUE(contains(f.reason, "_Z16kiln_plugin_init")) << f.reason;
+  EXPECT_TRUE(contains(f.reason, "mangled")) << f.reason;
+  EXPECT_TRUE(contains(f.reason, "extern \"C\"")) << f.reason;
+}
+
+TEST(BadPluginFolder, HiddenEntryPointIsNamedAsTheCause) {
+  REQUIRE_BAD_PLUGIN_ENV();
+  const auto f = failure_for("libkiln_hidden.so");
+  EXPECT_TRUE(contains(f.reason, "hidden")) << f.reason;
+  EXPECT_TRUE(contains(f.reason, "KILN_PLUGIN_EXPORT")) << f.reason;
+  EXPECT_FALSE(contains(f.reason, "mangled")) << f.reason;
+}
+
+TEST(BadPluginFolder, CxxDefinitionGetsCLinkageFromTheHeader) {
+  REQUIRE_BAD_PLUGIN_ENV();
+  // Found and called: its init fails on purpose, after the symbol lookup succeeded.
+  const auto f = failure_for("libkiln_cxxentry.so");
+  EXPECT_TRUE(contains(f.reason, "reached the C++ entry point")) << f.reason;
+}
+
+TEST(BadPluginFolder, EveryMissingRequiredEntryIsNamedAtOnce) {
+  REQUIRE_BAD_PLUGIN_ENV();
+  const auto f = failure_for("libkiln_holes.so");
+  EXPECT_TRUE(contains(f.reason, "memory_stats")) << f.reason;
+  EXPECT_TRUE(contains(f.reason, "get_kernel")) << f.reason;
+  EXPECT_TRUE(contains(f.reason, "stream_destroy")) << f.reason;
+  EXPECT_FALSE(contains(f.reason, "device_count")) << "present entries are not named: " << f.reason;
+}
+
+TEST(BadPluginFolder, RefusedPluginIsReportedAsRefusedWhenRequested) {
+  REQUIRE_BAD_PLUGIN_ENV();
+  // Asking for a device of a plugin that was found but refused names the refusal.
+  EXPECT_KILN_ERROR(zeros({1}, TensorOptions().device("holes")), "refused");
+  EXPECT_KILN_ERROR(zeros({1}, TensorOptions().device("holes")), "memory_stats");
+  EXPECT_KILN_ERROR(zeros({1}, TensorOptions().device("nosuchplugin")), "no plugin named");
+}
+
 TEST(BadPluginFolder, AbiMajorMismatchNamesBothVersions) {
   REQUIRE_BAD_PLUGIN_ENV();
   const auto f = failure_for("libkiln_badmajor.so");
@@ -123,9 +171,9 @@ TEST(BadPluginFolder, PluginWhoseNameDisagreesWithItsFileIsRefused) {
 
 TEST(BadPluginFolder, OneFailurePerBadCandidateAndNothingElse) {
   REQUIRE_BAD_PLUGIN_ENV();
-  // The missing folder, notalib, noentry, badmajor, initfails, toosmall, misnamed.
-  // Files not named libkiln_*.so are not candidates at all.
-  EXPECT_EQ(plugin_load_failures().size(), 7u) << test::describe_failures();
+  // The missing folder, notalib, noentry, badmajor, initfails, toosmall, misnamed,
+  // holes, mangled, hidden, cxxentry. Files not named libkiln_*.so are not candidates.
+  EXPECT_EQ(plugin_load_failures().size(), 11u) << test::describe_failures();
   EXPECT_TRUE(failures_for("notes.txt").empty());
   EXPECT_TRUE(failures_for("libnotkiln.so").empty());
   for (const PluginLoadFailure& f : plugin_load_failures())

@@ -9,10 +9,11 @@
  * Overview
  * --------
  * A plugin is a shared library named `libkiln_<name>.so` that exports exactly one
- * symbol, `kiln_plugin_init` (type `kiln_plugin_init_fn`). The loader calls it once
- * with a `kiln_host_api` describing itself and receives a pointer to the plugin's
- * `kiln_plugin_api` table, which stays valid for the life of the process (plugins
- * are never unloaded).
+ * symbol, `kiln_plugin_init` (declared below with C linkage and default visibility,
+ * so that a C++ definition can be neither mangled nor hidden). The loader calls it
+ * once with a `kiln_host_api` describing itself and receives a pointer to the
+ * plugin's `kiln_plugin_api` table, which stays valid for the life of the process
+ * (plugins are never unloaded).
  *
  *   const kiln_plugin_api *api = NULL;
  *   kiln_status *s = kiln_plugin_init(&host, &api);     // negotiate versions
@@ -30,6 +31,15 @@
  * that fit inside the size the writer reported, and a NULL function pointer means
  * "not provided". Minor versions only append fields and enum values; nothing is
  * ever renumbered, reordered or removed.
+ *
+ * Required and optional entries
+ * -----------------------------
+ * Every function pointer of a table is marked `(required)` or `(optional)`. The
+ * loader refuses a plugin whose table lacks a required entry, naming every missing
+ * one at once (KILN_PLUGIN_API_REQUIRED_ENTRIES lists them); an optional entry may be
+ * NULL, which means "not provided". Some optional entries come in groups, provided
+ * together or not at all: stream_create with stream_destroy, and the five event
+ * functions. The plugin kit (kiln/sdk/plugin.h) fills every entry for its author.
  *
  * Errors
  * ------
@@ -290,29 +300,33 @@ typedef struct kiln_plugin_api {
   /* (optional) Free-form diagnostics, e.g. why there are zero devices. The string
    * stays valid for the life of the process. */
   const char *(*describe)(void *context);
+  /* (required) How many devices the plugin has; may be 0. */
   kiln_status *(*device_count)(void *context, int32_t *count);
+  /* (required) Fills `properties` as far as its struct_size reaches. */
   kiln_status *(*device_get_properties)(void *context, int32_t index,
                                         kiln_device_properties *properties);
-  /* Opens device `index` (0-based). Opening twice returns the same handle. Devices
-   * are never closed. */
+  /* (required) Opens device `index` (0-based). Opening twice returns the same handle.
+   * Devices are never closed. */
   kiln_status *(*device_open)(void *context, int32_t index, kiln_device **device);
 
   /* -- memory -------------------------------------------------------------------- */
 
-  /* Allocates `bytes` (0 is valid) aligned to at least `alignment` (a power of two),
+  /* (required) Allocates `bytes` (0 is valid) aligned to at least `alignment` (a power of two),
    * usable by work on `stream` from now on. Returns an owning handle and the data
    * pointer kernels will see. Out of memory: KILN_STATUS_OUT_OF_MEMORY with a
    * message stating the request, the bytes in use and the bytes reserved. */
   kiln_status *(*allocate)(kiln_device *device, size_t bytes, size_t alignment,
                            kiln_stream *stream, kiln_buffer **buffer, void **data);
-  /* Releases a buffer once the work already enqueued on `stream` is done with it. */
+  /* (required) Releases a buffer once the work already enqueued on `stream` is done
+   * with it. */
   kiln_status *(*deallocate)(kiln_device *device, kiln_buffer *buffer,
                              kiln_stream *stream);
+  /* (required) Allocator statistics, written as far as stats->struct_size reaches. */
   kiln_status *(*memory_stats)(kiln_device *device, kiln_memory_stats *stats);
   /* (optional) Returns cached, unused memory to the system. */
   kiln_status *(*empty_cache)(kiln_device *device);
 
-  /* Copies `bytes` contiguous bytes, ordered on `stream`. Host memory is ordinary
+  /* (required) Copies `bytes` contiguous bytes, ordered on `stream`. Host memory is ordinary
    * pageable memory: for HOST_TO_DEVICE the source may be reused as soon as the
    * call returns; for DEVICE_TO_HOST the destination holds the data when the call
    * returns. DEVICE_TO_DEVICE copies within this device. */
@@ -322,15 +336,18 @@ typedef struct kiln_plugin_api {
   /* -- streams and events -------------------------------------------------------- */
   /* Work on one stream runs in order. `stream_wait_event(s, e)` makes all work
    * enqueued on `s` after the call wait until the work recorded by `e` is done.
-   * A NULL stream is the device's default stream. The event functions are
-   * optional as a group: a plugin that runs everything synchronously may leave
-   * them NULL. */
+   * A NULL stream is the device's default stream. A plugin that runs everything
+   * synchronously provides only stream_synchronize (which then has nothing to wait
+   * for) and leaves the two optional groups below NULL. */
 
+  /* (optional, with stream_destroy) Extra streams; without them all work uses the
+   * default stream. */
   kiln_status *(*stream_create)(kiln_device *device, kiln_stream **stream);
   kiln_status *(*stream_destroy)(kiln_device *device, kiln_stream *stream);
-  /* Blocks the calling thread until all work enqueued on `stream` is done, and
-   * reports any asynchronous error that work produced. */
+  /* (required) Blocks the calling thread until all work enqueued on `stream` is done,
+   * and reports any asynchronous error that work produced. */
   kiln_status *(*stream_synchronize)(kiln_device *device, kiln_stream *stream);
+  /* (optional, the five event functions together) */
   kiln_status *(*event_create)(kiln_device *device, kiln_event **event);
   kiln_status *(*event_destroy)(kiln_device *device, kiln_event *event);
   kiln_status *(*event_record)(kiln_device *device, kiln_event *event,
@@ -341,10 +358,12 @@ typedef struct kiln_plugin_api {
 
   /* -- ops ----------------------------------------------------------------------- */
 
-  /* Looks up the kernel for catalogue op `name` at `version` (see api/OPS.md) on
+  /* (required) Looks up the kernel for catalogue op `name` at `version` (see api/OPS.md) on
    * `device`, filling `*kernel` (whose struct_size the caller sets). An op the
    * plugin does not provide is not an error: return NULL and leave kernel->run
-   * NULL. The frontend calls this once per (device, op) and caches the result. */
+   * NULL (a plugin without kernels answers every lookup so, and each op then runs on
+   * the CPU plugin). The frontend calls this once per (device, op) and caches the
+   * result. */
   kiln_status *(*get_kernel)(kiln_device *device, const char *name, int32_t version,
                              kiln_kernel *kernel);
 
@@ -370,6 +389,27 @@ typedef struct kiln_plugin_api {
  * return KILN_STATUS_ABI_MISMATCH (naming both versions) if it differs. */
 typedef kiln_status *(*kiln_plugin_init_fn)(const kiln_host_api *host,
                                             const kiln_plugin_api **api);
+
+/* Every plugin defines this function, and exports nothing else. Declared here with C
+ * linkage and default visibility, so that a plugin including this header exports it
+ * under the name the loader looks up, even when the definition is C++ (otherwise
+ * mangled to _Z16kiln_plugin_init...) or built with -fvisibility=hidden. libkiln
+ * itself neither defines nor calls it by name. */
+KILN_PLUGIN_EXPORT kiln_status *kiln_plugin_init(const kiln_host_api *host,
+                                                 const kiln_plugin_api **api);
+
+/* The table entries marked (required), as an X-macro list: what the loader and
+ * kiln-conformance check. X(entry) is expanded once per entry. */
+#define KILN_PLUGIN_API_REQUIRED_ENTRIES(X) \
+  X(device_count)                           \
+  X(device_get_properties)                  \
+  X(device_open)                            \
+  X(allocate)                               \
+  X(deallocate)                             \
+  X(memory_stats)                           \
+  X(copy)                                   \
+  X(stream_synchronize)                     \
+  X(get_kernel)
 
 /* ------------------------------------------------------------------------------ */
 /* Collectives (1.1): the extension table "kiln.collectives.v1"                   */
@@ -426,7 +466,8 @@ typedef struct kiln_comm_id {
 typedef struct kiln_collectives_api {
   size_t struct_size; /* sizeof(kiln_collectives_api) as the plugin was built */
 
-  /* (optional) A group of `count` devices of this plugin in this process: fills
+  /* (optional; a table provides comm_init_group, comm_init_rank or both) A group of
+   * `count` devices of this plugin in this process: fills
    * comms[0..count), rank i on devices[i]. A device may appear only once.
    * `timeout_seconds` > 0 bounds every wait of every later collective. */
   kiln_status *(*comm_init_group)(void *context, kiln_device *const *devices, int32_t count,
@@ -438,24 +479,25 @@ typedef struct kiln_collectives_api {
    * calls it with the same id. Blocks until all have joined or the timeout. */
   kiln_status *(*comm_init_rank)(kiln_device *device, const kiln_comm_id *id, int32_t nranks,
                                  int32_t rank, double timeout_seconds, kiln_comm **comm);
-  /* Releases one rank's communicator (after its work is done). */
+  /* (required) Releases one rank's communicator (after its work is done). */
   kiln_status *(*comm_destroy)(kiln_comm *comm);
 
-  /* recv[i] = op over ranks of send[i], on every rank; `count` elements. */
+  /* (required) recv[i] = op over ranks of send[i], on every rank; `count` elements. */
   kiln_status *(*all_reduce)(kiln_comm *comm, kiln_stream *stream, const void *send,
                              void *recv, size_t count, int32_t dtype, int32_t op);
-  /* recv = root's send on every rank (`send` is read on the root only). */
+  /* (required) recv = root's send on every rank (`send` is read on the root only). */
   kiln_status *(*broadcast)(kiln_comm *comm, kiln_stream *stream, const void *send,
                             void *recv, size_t count, int32_t dtype, int32_t root);
-  /* recv[r * send_count + i] = rank r's send[i]; `recv` holds size * send_count
+  /* (required) recv[r * send_count + i] = rank r's send[i]; `recv` holds size * send_count
    * elements. In place when send == recv + rank * send_count. */
   kiln_status *(*all_gather)(kiln_comm *comm, kiln_stream *stream, const void *send,
                              void *recv, size_t send_count, int32_t dtype);
-  /* recv[i] = op over ranks of send[rank * recv_count + i]; `send` holds
+  /* (required) recv[i] = op over ranks of send[rank * recv_count + i]; `send` holds
    * size * recv_count elements. In place when recv == send + rank * recv_count. */
   kiln_status *(*reduce_scatter)(kiln_comm *comm, kiln_stream *stream, const void *send,
                                  void *recv, size_t recv_count, int32_t dtype, int32_t op);
-  /* Returns (on the host, not only on the stream) when every rank has called it. */
+  /* (required) Returns (on the host, not only on the stream) when every rank has
+   * called it. */
   kiln_status *(*barrier)(kiln_comm *comm, kiln_stream *stream);
 } kiln_collectives_api;
 

@@ -7,18 +7,22 @@
 #include "runtime/registry.h"
 
 #define BOOST_DLL_USE_STD_FS
+#include <cxxabi.h>
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
+#include <kiln/sdk/elf_symbols.h>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <typeinfo>
 #include <sstream>
 
 #include "kiln/error.h"
 #include "runtime/log.h"
+#include "runtime/plugin_table.h"
 
 namespace fs = std::filesystem;
 
@@ -30,6 +34,32 @@ std::string consume_status(kiln_status* status) {
       status->message ? status->message : "(the plugin gave no message)";
   if (status->destroy) status->destroy(status);
   return message;
+}
+
+std::string escaped_exception_text() {
+  const auto type_name = [](const char* mangled) {
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(mangled, nullptr, nullptr, &status),
+                                                 std::free);
+    return std::string(status == 0 && name ? name.get() : mangled);
+  };
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    if (what.size() > 200) what = what.substr(0, 200) + "...";
+    return concat("a C++ exception (", type_name(typeid(e).name()), ": \"", what, "\")");
+  } catch (...) {
+    const std::type_info* type = abi::__cxa_current_exception_type();
+    return concat("a C++ exception of type ", type ? type_name(type->name()) : "unknown");
+  }
+}
+
+void throw_abi_violation(const char* plugin, std::string_view entry) {
+  throw Error(concat("ABI violation: ", escaped_exception_text(), " escaped from plugin '",
+                     plugin ? plugin : "?", "' in ", entry,
+                     "; a plugin must catch its exceptions and return a kiln_status (the "
+                     "plugin kit's entries do)"));
 }
 
 namespace {
@@ -50,12 +80,6 @@ const kiln_host_api& host_api() {
     return h;
   }();
   return api;
-}
-
-bool valid_backend_name(const std::string& name) {
-  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-  });
 }
 
 std::vector<std::string> split_path_list(const char* list) {
@@ -97,7 +121,15 @@ DeviceContext::DeviceContext(Plugin* plugin, int index, kiln_device* handle)
       name_(device_.str()) {
   kiln_device_properties properties{};
   properties.struct_size = sizeof properties;
-  if (kiln_status* status = api_->device_get_properties(api_->context, index, &properties)) {
+  kiln_status* status = nullptr;
+  try {
+    status = api_->device_get_properties(api_->context, index, &properties);
+  } catch (...) {
+    log(KILN_LOG_ERROR, api_->name,
+        concat("ABI violation: ", escaped_exception_text(), " escaped from device_get_properties"));
+    return;
+  }
+  if (status) {
     log(KILN_LOG_WARNING, api_->name,
         concat("device_get_properties(", index, ") failed: ", consume_status(status),
                "; treating its memory as device memory"));
@@ -123,7 +155,8 @@ void DeviceContext::resolve(OpId op, KernelSlot& slot) {
   if (slot.state.load(std::memory_order_relaxed) != KernelSlot::State::Unresolved) return;
   kiln_kernel kernel{};
   kernel.struct_size = sizeof(kiln_kernel);
-  kiln_status* status = api_->get_kernel(handle_, op_name(op), 1, &kernel);
+  kiln_status* status = call_plugin(api_->name, concat("get_kernel(", op_name(op), ")"),
+                                    [&] { return api_->get_kernel(handle_, op_name(op), 1, &kernel); });
   if (status) {
     // A lookup error is logged and treated as "not provided": the op can still
     // run through the CPU fallback, and the report shows it.
@@ -145,7 +178,7 @@ void DeviceContext::resolve(OpId op, KernelSlot& slot) {
 std::shared_ptr<Storage> DeviceContext::allocate(size_t bytes) {
   kiln_buffer* buffer = nullptr;
   void* data = nullptr;
-  check(api_->allocate(handle_, bytes, 64, nullptr, &buffer, &data), "allocate");
+  call("allocate", [&] { return api_->allocate(handle_, bytes, 64, nullptr, &buffer, &data); });
   try {
     return std::make_shared<Storage>(this, buffer, data, bytes);
   } catch (...) {
@@ -155,13 +188,18 @@ std::shared_ptr<Storage> DeviceContext::allocate(size_t bytes) {
 }
 
 void DeviceContext::deallocate(kiln_buffer* buffer) noexcept {
-  if (kiln_status* s = api_->deallocate(handle_, buffer, nullptr))
-    log(KILN_LOG_ERROR, api_->name, concat("deallocate on ", name_, ": ", consume_status(s)));
+  try {
+    if (kiln_status* s = api_->deallocate(handle_, buffer, nullptr))
+      log(KILN_LOG_ERROR, api_->name, concat("deallocate on ", name_, ": ", consume_status(s)));
+  } catch (...) {
+    log(KILN_LOG_ERROR, api_->name,
+        concat("ABI violation: ", escaped_exception_text(), " escaped from deallocate on ", name_));
+  }
 }
 
 void DeviceContext::copy(kiln_copy_kind kind, void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
-  check(api_->copy(handle_, nullptr, kind, dst, src, bytes), "copy");
+  call("copy", [&] { return api_->copy(handle_, nullptr, kind, dst, src, bytes); });
 }
 
 bool DeviceContext::has_copy_peer() const { return plugin_->copy_peer != nullptr; }
@@ -170,24 +208,26 @@ void DeviceContext::copy_peer(void* dst, DeviceContext& from, const void* src, s
   if (bytes == 0) return;
   KILN_CHECK(from.plugin_ == plugin_ && plugin_->copy_peer, "copy_peer: ", from.name(), " -> ",
              name_, " is not a peer copy within one plugin that provides it");
-  check(plugin_->copy_peer(handle_, nullptr, dst, from.handle_, src, bytes),
-        concat("copy_peer from ", from.name()).c_str());
+  const std::string what = concat("copy_peer from ", from.name());
+  check(call_plugin(api_->name, what,
+                    [&] { return plugin_->copy_peer(handle_, nullptr, dst, from.handle_, src, bytes); }),
+        what.c_str());
 }
 
 void DeviceContext::synchronize() {
-  check(api_->stream_synchronize(handle_, nullptr), "synchronize");
+  call("synchronize", [&] { return api_->stream_synchronize(handle_, nullptr); });
 }
 
 MemoryStats DeviceContext::memory_stats() {
   kiln_memory_stats s{};
   s.struct_size = sizeof(s);
-  check(api_->memory_stats(handle_, &s), "memory_stats");
+  call("memory_stats", [&] { return api_->memory_stats(handle_, &s); });
   return {s.bytes_in_use, s.bytes_reserved, s.peak_bytes_in_use, s.num_allocations,
           s.num_system_allocations};
 }
 
 void DeviceContext::empty_cache() {
-  if (api_->empty_cache) check(api_->empty_cache(handle_), "empty_cache");
+  if (api_->empty_cache) call("empty_cache", [&] { return api_->empty_cache(handle_); });
 }
 
 // -- Registry: discovery ------------------------------------------------------------
@@ -260,42 +300,19 @@ std::string Registry::load_plugin(const fs::path& path) {
   }
   libraries_.push_back(std::move(library));
   boost::dll::shared_library* lib = libraries_.back().get();
-  if (!lib->has(KILN_PLUGIN_ENTRY_SYMBOL))
-    return concat("no entry symbol '", KILN_PLUGIN_ENTRY_SYMBOL,
-                  "' (is it a Kiln plugin? build it with kiln_add_plugin)");
+  if (!lib->has(KILN_PLUGIN_ENTRY_SYMBOL)) return kiln::sdk::missing_entry_reason(path.string());
   auto init = lib->get<kiln_status*(const kiln_host_api*, const kiln_plugin_api**)>(
       KILN_PLUGIN_ENTRY_SYMBOL);
 
   const kiln_plugin_api* api = nullptr;
-  if (kiln_status* status = init(&host_api(), &api))
-    return concat("kiln_plugin_init failed: ", consume_status(status));
-  if (!api) return "kiln_plugin_init succeeded but returned no table";
-  if (api->struct_size < offsetof(kiln_plugin_api, abi_minor) + sizeof(uint32_t))
-    return concat("plugin table struct_size ", api->struct_size, " is too small to hold a version");
-  if (api->abi_major != KILN_ABI_MAJOR)
-    return concat("ABI major version mismatch: the plugin speaks ABI ", api->abi_major, ".",
-                  api->abi_minor, ", this Kiln speaks ", KILN_ABI_MAJOR, ".", KILN_ABI_MINOR,
-                  " (rebuild the plugin against Kiln's headers)");
-  if (api->struct_size < KILN_PLUGIN_API_SIZE_1_0)
-    return concat("plugin table struct_size ", api->struct_size,
-                  " is too small: ABI 1.0 needs at least ", KILN_PLUGIN_API_SIZE_1_0, " bytes");
-  if (!api->name || !valid_backend_name(api->name))
-    return concat("invalid backend name '", api->name ? api->name : "(null)",
-                  "' (expected [a-z0-9_]+)");
-  if (expected_name != api->name)
-    return concat("the file is named for '", expected_name, "' but the plugin calls itself '",
-                  api->name, "'");
-  const char* missing = nullptr;
-  if (!api->device_count) missing = "device_count";
-  else if (!api->device_get_properties) missing = "device_get_properties";
-  else if (!api->device_open) missing = "device_open";
-  else if (!api->allocate) missing = "allocate";
-  else if (!api->deallocate) missing = "deallocate";
-  else if (!api->memory_stats) missing = "memory_stats";
-  else if (!api->copy) missing = "copy";
-  else if (!api->stream_synchronize) missing = "stream_synchronize";
-  else if (!api->get_kernel) missing = "get_kernel";
-  if (missing) return concat("required function '", missing, "' is NULL");
+  try {
+    if (kiln_status* status = init(&host_api(), &api))
+      return concat("kiln_plugin_init failed: ", consume_status(status));
+  } catch (...) {
+    return concat("ABI violation: ", escaped_exception_text(), " escaped from kiln_plugin_init");
+  }
+  if (std::string problem = validate_plugin_table(api, expected_name); !problem.empty())
+    return problem;
 
   auto plugin = std::make_unique<Plugin>();
   plugin->path = path.string();
@@ -304,25 +321,26 @@ std::string Registry::load_plugin(const fs::path& path) {
       api->struct_size >= offsetof(kiln_plugin_api, copy_peer) + sizeof api->copy_peer)
     plugin->copy_peer = api->copy_peer;
   if (api->get_extension) {
-    auto* collectives = static_cast<const kiln_collectives_api*>(
-        api->get_extension(api->context, KILN_EXTENSION_COLLECTIVES));
+    const kiln_collectives_api* collectives = nullptr;
+    try {
+      collectives = static_cast<const kiln_collectives_api*>(
+          api->get_extension(api->context, KILN_EXTENSION_COLLECTIVES));
+    } catch (...) {
+      return concat("ABI violation: ", escaped_exception_text(), " escaped from get_extension");
+    }
     // Usable only if it holds the 1.1 table whole (every entry up to barrier) with
     // every required entry set; otherwise Kiln reduces through the host.
-    std::string problem;
-    if (collectives && collectives->struct_size < KILN_COLLECTIVES_API_SIZE_1_1)
-      problem = concat("its collectives table is too small (", collectives->struct_size, " bytes)");
-    else if (collectives && (!collectives->comm_destroy || !collectives->all_reduce ||
-                             !collectives->broadcast || !collectives->all_gather ||
-                             !collectives->reduce_scatter || !collectives->barrier ||
-                             (!collectives->comm_init_group && !collectives->comm_init_rank)))
-      problem = "its collectives table lacks a required entry";
-    if (collectives && problem.empty())
-      plugin->collectives = collectives;
-    else if (collectives)
+    if (std::string problem = validate_collectives_table(collectives); !problem.empty())
       log(KILN_LOG_WARNING, api->name, problem + "; reducing through the host instead");
+    else
+      plugin->collectives = collectives;
   }
-  if (kiln_status* status = api->device_count(api->context, &plugin->device_count))
-    return concat("device_count failed: ", consume_status(status));
+  try {
+    if (kiln_status* status = api->device_count(api->context, &plugin->device_count))
+      return concat("device_count failed: ", consume_status(status));
+  } catch (...) {
+    return concat("ABI violation: ", escaped_exception_text(), " escaped from device_count");
+  }
   if (plugin->device_count < 0) plugin->device_count = 0;
   plugin->devices.resize(static_cast<size_t>(plugin->device_count));
   plugins_.push_back(std::move(plugin));
@@ -353,7 +371,9 @@ DeviceContext* Registry::open(Plugin& plugin, int index) {
   auto& slot = plugin.devices[static_cast<size_t>(index)];
   if (!slot) {
     kiln_device* handle = nullptr;
-    if (kiln_status* status = plugin.api->device_open(plugin.api->context, index, &handle))
+    if (kiln_status* status = call_plugin(plugin.api->name, "device_open", [&] {
+          return plugin.api->device_open(plugin.api->context, index, &handle);
+        }))
       throw Error(concat("opening device ", plugin.api->name, ":", index, " failed: ",
                          consume_status(status)));
     slot = std::make_unique<DeviceContext>(&plugin, index, handle);
@@ -364,6 +384,12 @@ DeviceContext* Registry::open(Plugin& plugin, int index) {
 DeviceContext* Registry::resolve(const Device& device) {
   Plugin* plugin = find(device.backend());
   if (!plugin) {
+    // Found but refused: say so, and why, rather than "not found".
+    const std::string file = concat(KILN_PLUGIN_FILE_PREFIX, device.backend(), KILN_PLUGIN_FILE_SUFFIX);
+    for (const PluginLoadFailure& f : failures_)
+      if (fs::path(f.path).filename() == file)
+        throw Error(concat("the plugin for '", device.backend(), "' was found at ", f.path,
+                           " but refused: ", f.reason));
     std::ostringstream searched;
     for (size_t i = 0; i < search_path_.size(); ++i) searched << (i ? ":" : "") << search_path_[i];
     throw Error(concat("no plugin named '", device.backend(), "' was found; loaded plugins: ",

@@ -8,6 +8,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -76,6 +78,13 @@ class DeviceContext {
   void check(kiln_status* status, const char* what) const;
 
  private:
+  /// check() of the status that `f` (a call into the plugin's entry `what`) returns;
+  /// an exception escaping the plugin becomes an ABI-violation kiln::Error.
+  template <class F>
+  void call(const char* what, F&& f) const {
+    check(call_plugin(api_->name, what, std::forward<F>(f)), what);
+  }
+
   void resolve(OpId op, KernelSlot& slot);
 
   Plugin* plugin_;
@@ -105,6 +114,26 @@ struct Plugin {
 
 /// Returns the message of a status (or a placeholder) and destroys it.
 std::string consume_status(kiln_status* status);
+
+/// Called inside a catch block: describes the exception in flight, e.g.
+/// `a C++ exception (std::runtime_error: "boom")`.
+std::string escaped_exception_text();
+
+/// Called inside a catch block around a call into a plugin: an exception crossing the
+/// C ABI is a defect of the plugin; throws kiln::Error "ABI violation: ... escaped from
+/// plugin '<plugin>' <entry> ...", which leaves the process usable.
+[[noreturn]] void throw_abi_violation(const char* plugin, std::string_view entry);
+
+/// Calls `f`, a call into plugin `plugin`'s entry `entry`, turning an exception that
+/// escapes it into throw_abi_violation.
+template <class F>
+decltype(auto) call_plugin(const char* plugin, std::string_view entry, F&& f) {
+  try {
+    return f();
+  } catch (...) {
+    throw_abi_violation(plugin, entry);
+  }
+}
 
 class Registry {
  public:

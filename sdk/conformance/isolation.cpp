@@ -55,11 +55,15 @@ class PipeReporter : public Reporter {
   int fd_;
 };
 
+// The checks report through Check and catch libkiln's errors themselves; an exception
+// reaching here came out of a call into the plugin, across the C ABI.
 CheckResult escaped(const std::string& group, const std::string& what) {
   CheckResult r;  // the caller sets the section
   r.name = group;
   r.status = Status::Failed;
-  r.message = "the check group stopped with an exception: " + what;
+  r.message = "ABI violation: a C++ exception escaped from the plugin (" + what +
+              "); every entry must catch its exceptions and return a kiln_status (the "
+              "plugin kit's entries do)";
   return r;
 }
 
@@ -69,7 +73,7 @@ void run_body(const std::string& group, const GroupBody& body, Reporter& reporte
   } catch (const std::exception& e) {
     reporter.result(escaped(group, e.what()));
   } catch (...) {
-    reporter.result(escaped(group, "unknown exception"));
+    reporter.result(escaped(group, "not a std::exception"));
   }
 }
 

@@ -12,6 +12,10 @@
 //   strides  kiln.add claims strided inputs but reads full-size ones as contiguous
 //   props    device properties change between calls, and memory_alignment claims 4096
 //            while allocations are only 64-byte aligned
+//   throw    kiln.add's run entry is a raw function (not run_kernel<>) that throws: the
+//            exception crosses the C ABI, which must be reported as an ABI violation
+//   throw_supports  supports() throws: the kit's firewall must catch it, log it and
+//            decline, so that kiln.add and kiln.mul run on the CPU plugin
 // Built with the plugin kit, so it also shows that the kit turns a plugin into a
 // conformant one except where the author's own code is wrong.
 #include <kiln/sdk/plugin.h>
@@ -21,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -146,14 +151,21 @@ void mul(const OpArgs& args) {
   binary<std::multiplies<>>(args, false);
 }
 
+// A kernel entry written without run_kernel<>: in "throw" mode its exception escapes.
+kiln_status* raw_add(void* context, const kiln_op_args* args) {
+  if (mode() == "throw") throw std::runtime_error("raw_add: thrown through the C ABI");
+  return kiln::sdk::run_kernel<add>(context, args);
+}
+
 int32_t float_only(void*, const kiln_op_args* args) {
+  if (mode() == "throw_supports") throw std::runtime_error("float_only: thrown from supports");
   const kiln_dtype d = kiln::sdk::output_dtype(args, 0);
   return d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64;
 }
 
 const kiln::sdk::KernelTable* BrokenDevice::kernels() {
   static const kiln::sdk::KernelTable table({
-      {"kiln.add", &kiln::sdk::run_kernel<add>, &float_only, kiln::sdk::kStridedInOut},
+      {"kiln.add", &raw_add, &float_only, kiln::sdk::kStridedInOut},
       {"kiln.mul", &kiln::sdk::run_kernel<mul>, &float_only, kiln::sdk::kStridedInOut},
   });
   return &table;

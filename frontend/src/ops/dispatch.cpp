@@ -44,6 +44,7 @@ std::string describe_operands(std::span<const TensorImpl* const> inputs,
   auto one = [&](const TensorImpl* t) {
     out << dtype_name(t->dtype) << IntArrayRef(t->shape.data(), t->shape.size());
   };
+  if (inputs.empty()) out << "no inputs";
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (i) out << ", ";
     one(inputs[i]);
@@ -232,6 +233,20 @@ bool layout_ok(uint32_t flags, std::span<const TensorImpl* const> inputs,
 
 }  // namespace
 
+namespace {
+
+// Whether the native kernel takes these arguments (no supports() means all).
+bool kernel_supports(const KernelSlot& slot, const kiln_op_args& args, DeviceContext* dev, OpId op) {
+  if (!slot.kernel.supports) return true;
+  try {
+    return slot.kernel.supports(slot.kernel.context, &args) != 0;
+  } catch (...) {
+    throw_abi_violation(dev->api()->name, concat(op_name(op), " supports()"));
+  }
+}
+
+}  // namespace
+
 void dispatch(OpId op, std::span<const TensorImpl* const> inputs,
               std::span<const TensorImpl* const> outputs, std::span<const kiln_attr> attrs) {
   KILN_CHECK(inputs.size() <= kMaxOperands && outputs.size() <= kMaxOperands, op_name(op),
@@ -247,14 +262,20 @@ void dispatch(OpId op, std::span<const TensorImpl* const> inputs,
                     attrs.data(),         attrs.size(), nullptr};
 
   if (slot.state.load(std::memory_order_relaxed) == KernelSlot::State::Native &&
-      (!slot.kernel.supports || slot.kernel.supports(slot.kernel.context, &args))) [[likely]] {
+      kernel_supports(slot, args, dev, op)) [[likely]] {
     if (!layout_ok(slot.kernel.flags, inputs, outputs)) [[unlikely]] {
       // A copy kernel that cannot read strided input cannot make it contiguous
       // either: let the CPU plugin do it.
       if (op == OpId::copy) return run_on_cpu(op, dev, inputs, outputs, attrs);
       return run_with_contiguous(op, slot.kernel.flags, inputs, outputs, attrs);
     }
-    dev->check(slot.kernel.run(slot.kernel.context, &args), op_name(op));
+    kiln_status* status;
+    try {
+      status = slot.kernel.run(slot.kernel.context, &args);
+    } catch (...) {
+      throw_abi_violation(dev->api()->name, op_name(op));
+    }
+    dev->check(status, op_name(op));
     return;
   }
   run_on_cpu(op, dev, inputs, outputs, attrs);

@@ -3,7 +3,8 @@
 // A kernel is written as `void impl(const kiln::sdk::OpArgs&)` that throws
 // kiln::sdk::Error on bad arguments. `run_kernel<impl>` is its ABI-facing wrapper: it
 // catches everything and prefixes messages with the op's name ("kiln.gather: index 7
-// is out of range ..."). A plugin lists its kernels in a KernelTable and answers
+// is out of range ..."). `lookup` hands out each kernel's `supports` predicate behind
+// the same firewall (guarded_supports). A plugin lists its kernels in a KernelTable and answers
 // `get_kernel` with `KernelTable::lookup`:
 //
 //   const kiln::sdk::KernelTable& table() {
@@ -20,6 +21,9 @@
 #define KILN_SDK_KERNEL_TABLE_H
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <string>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -50,6 +54,35 @@ template <void (*Impl)(const OpArgs&)>
 kiln_status* run_kernel(void* context, const kiln_op_args* args) noexcept {
   const auto* entry = static_cast<const KernelEntry*>(context);
   return guard(entry != nullptr ? entry->name : "kiln op", [&] { Impl(OpArgs(args)); });
+}
+
+/// Where a `supports` predicate's exception is reported (the plugin kit points it at
+/// Kiln's log; NULL: nowhere). One per plugin library, since plugins hide their symbols.
+using SupportsErrorSink = void (*)(const char* op, const char* message) noexcept;
+inline std::atomic<SupportsErrorSink> supports_error_sink{nullptr};
+
+/// The `supports` that `lookup` hands out: the entry's own predicate behind the
+/// exception firewall. An exception must not cross the C ABI; one escaping the
+/// predicate is reported to supports_error_sink and declines the arguments (the op then
+/// runs on the CPU plugin, and Kiln's fallback report shows it).
+inline int32_t guarded_supports(void* context, const kiln_op_args* args) noexcept {
+  const auto* entry = static_cast<const KernelEntry*>(context);
+  try {
+    return entry->supports(context, args);
+  } catch (...) {
+    if (SupportsErrorSink sink = supports_error_sink.load(std::memory_order_acquire)) {
+      std::string message = "supports() threw";
+      try {
+        throw;
+      } catch (const std::exception& e) {
+        message += std::string(": ") + e.what();
+      } catch (...) {
+      }
+      message += "; declining the arguments";
+      sink(entry->name, message.c_str());
+    }
+    return 0;
+  }
 }
 
 /// The kernels of one plugin (every one at version 1, as the whole catalogue is),
@@ -86,7 +119,7 @@ class KernelTable {
     if (const KernelEntry* entry = find(name, version)) {
       full.run = entry->run;
       full.context = const_cast<KernelEntry*>(entry);
-      full.supports = entry->supports;
+      full.supports = entry->supports != nullptr ? &guarded_supports : nullptr;
       full.flags = entry->flags;
     }
     std::memcpy(kernel, &full, std::min(kernel->struct_size, sizeof full));

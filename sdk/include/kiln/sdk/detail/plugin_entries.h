@@ -349,6 +349,11 @@ kiln_status* plugin_init(const kiln_host_api* host, const kiln_plugin_api** api,
       s->log_level = host->log_level;
     }
     fill_table(*s);
+    supports_error_sink.store(
+        [](const char* op, const char* message) noexcept {
+          log(KILN_LOG_ERROR, std::string(op) + ": " + message);
+        },
+        std::memory_order_release);
     // Published before the backend is built, so that its constructor may log.
     g_state.store(s.get(), std::memory_order_release);
     try {

@@ -53,18 +53,18 @@ CheckResult simple(const std::string& section, const std::string& name, Status s
   return r;
 }
 
-// A private plugin folder holding only the plugin under test, under the name the
-// loader expects, put first on KILN_PLUGIN_PATH for the child processes: it then wins
-// over a plugin of the same name installed beside libkiln.
+// A private plugin folder holding only the plugin under test, under its own file name
+// (so that libkiln's verdict on that name is the one a user gets), put first on
+// KILN_PLUGIN_PATH for the child processes: it then wins over a plugin of the same
+// name installed beside libkiln.
 class PluginFolder {
  public:
-  PluginFolder(const std::string& plugin, const std::string& name) {
+  explicit PluginFolder(const std::string& plugin) {
     std::string pattern = (fs::temp_directory_path() / "kiln-conformance-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) return;
     folder_ = pattern;
     std::error_code ec;
-    const std::string file = std::string(KILN_PLUGIN_FILE_PREFIX) + name + KILN_PLUGIN_FILE_SUFFIX;
-    fs::create_symlink(fs::absolute(plugin), fs::path(folder_) / file, ec);
+    fs::create_symlink(fs::absolute(plugin), fs::path(folder_) / fs::path(plugin).filename(), ec);
     if (ec) folder_.clear();
   }
   ~PluginFolder() {
@@ -95,6 +95,12 @@ void load_through_libkiln(const std::string& name, const std::string& folder, in
   if (!found) {
     r.status = Status::Failed;
     r.message = "libkiln did not load it";
+    const std::string expected = std::string(KILN_PLUGIN_FILE_PREFIX) + name + KILN_PLUGIN_FILE_SUFFIX;
+    for (const auto& entry : fs::directory_iterator(folder))
+      if (entry.path().filename() != expected)
+        r.message += ": libkiln loads the plugin '" + name + "' only from a file named '" +
+                     expected + "', and this one is named '" +
+                     entry.path().filename().string() + "'";
     for (const PluginLoadFailure& f : plugin_load_failures())
       if (f.path.find(folder) == 0) r.message += ": " + f.reason;
   } else if (r.status == Status::Passed) {
@@ -145,7 +151,7 @@ Report certify(const CertifyOptions& options) {
   // Everything from here on runs through libkiln, which finds the plugin in a private
   // folder; the CPU plugin beside libkiln is the reference.
   const std::string name = report.plugin_name;
-  PluginFolder folder(options.plugin_path, name);
+  PluginFolder folder(options.plugin_path);
   if (folder.path().empty()) {
     report.checks.push_back(simple("load", "loads through libkiln", Status::Failed,
                                    "cannot create a temporary plugin folder"));

@@ -10,6 +10,8 @@
 #                                        and kiln_add_plugin), Kiln::api, and the
 #                                        imported program Kiln::kiln-conformance
 #   <prefix>/lib/pkgconfig/kiln.pc       pkg-config for libkiln
+#   <prefix>/share/doc/kiln/             OPS.md (the op catalogue), ABI.md (the ABI's
+#                                        rules, api/README.md), plugin-guide.md
 #
 # Nothing installed holds an absolute path: the CMake files locate the prefix from
 # their own folder, kiln.pc from ${pcfiledir}, programs find libkiln through an

@@ -13,7 +13,9 @@ foreach(required bin/kiln-info bin/kiln-train bin/kiln-conformance lib/libkiln.s
                  lib/kiln/plugins/libkiln_cpu.so include/kiln/kiln.h include/kiln/c_api.h
                  include/kiln/sdk/plugin.h include/kiln/sdk/kernel_table.h
                  lib/cmake/Kiln/KilnConfig.cmake lib/cmake/Kiln/KilnTargets.cmake
-                 lib/cmake/Kiln/KilnPlugin.cmake lib/pkgconfig/kiln.pc)
+                 lib/cmake/Kiln/KilnPlugin.cmake lib/pkgconfig/kiln.pc
+                 include/kiln/sdk/table_entries.h include/kiln/sdk/elf_symbols.h
+                 share/doc/kiln/OPS.md share/doc/kiln/ABI.md share/doc/kiln/plugin-guide.md)
   if(NOT EXISTS "${moved}/${required}")
     message(FATAL_ERROR "the install lacks ${required}")
   endif()

@@ -67,6 +67,23 @@ TEST(MemoryStats, EmptyCacheKeepsLiveMemory) {
   EXPECT_EQ(keep.sum().item<float>(), 1000.0f);
 }
 
+TEST(MemoryStats, OutOfMemorySaysWhereOnceAndLeavesTheDeviceUsable) {
+  const Device cpu("cpu", 0);
+  std::string message;
+  try {
+    empty({int64_t{1} << 40, 1 << 10}, TensorOptions().device(cpu));  // 4 PiB of float32
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  ASSERT_FALSE(message.empty()) << "a 4 PiB allocation succeeded";
+  const std::string where = "allocate on cpu:0";
+  const size_t first = message.find(where);
+  ASSERT_NE(first, std::string::npos) << message;
+  EXPECT_EQ(message.find(where, first + 1), std::string::npos) << "said twice: " << message;
+  EXPECT_NE(message.find("out of memory"), std::string::npos) << message;
+  EXPECT_EQ(ones({3}, TensorOptions().device(cpu)).sum().item<float>(), 3.0f);
+}
+
 TEST(MemoryStats, UnknownDeviceThrows) {
   EXPECT_KILN_ERROR(memory_stats(Device("nosuch", 0)), "nosuch");
   EXPECT_KILN_ERROR(memory_stats(Device("cpu", 64)), "64");

@@ -147,7 +147,11 @@ void DeviceContext::check(kiln_status* status, const char* what) const {
   int32_t code = status->code;
   std::string message = consume_status(status);
   if (code == KILN_STATUS_OK) return;  // a plugin returned an OK object: tolerate it
-  throw Error(concat(what, " on ", name_, ": ", message));
+  // Plugins name the operation themselves ("allocate on cpu:0: out of memory ..."), as
+  // the ABI asks; prefix only messages that do not, so nothing is said twice.
+  const std::string prefix = concat(what, " on ", name_);
+  if (message.find(prefix) < 80) throw Error(message);
+  throw Error(concat(prefix, ": ", message));
 }
 
 void DeviceContext::resolve(OpId op, KernelSlot& slot) {

@@ -1,7 +1,9 @@
 // kiln-info: what Kiln found on this machine — version, plugin search path, every
 // plugin with its devices, every candidate that failed to load and why, and the
-// default device. Exits non-zero when KILN_BACKEND names something unusable.
+// default device. Exits 1 when KILN_BACKEND names something unusable, 2 on a wrong
+// command line.
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -18,7 +20,20 @@ std::string human_bytes(uint64_t b) {
 }
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  CLI::App app{
+      "kiln-info: what Kiln found on this machine: its version, the plugin search path, every\n"
+      "plugin with its devices, every plugin candidate that failed to load and why, and the\n"
+      "default device.\n\n"
+      "Environment: KILN_PLUGIN_PATH (extra plugin folders, searched first), KILN_BACKEND\n"
+      "(the default device, e.g. cuda:0), KILN_LOG_LEVEL.\n"
+      "Exit status: 0, or 1 when KILN_BACKEND names an unusable device, 2 on a wrong command line.",
+      "kiln-info"};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help prints usage and exits 0
+  }
   std::cout << "Kiln " << kiln::version() << " (plugin ABI " << kiln::abi_version() << ")\n\n";
   std::cout << "Plugin search path (KILN_PLUGIN_PATH, then the folder beside libkiln):\n";
   for (const auto& dir : kiln::plugin_search_path()) std::cout << "  " << dir << "\n";

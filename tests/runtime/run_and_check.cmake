@@ -1,14 +1,15 @@
 # Runs a program and checks how it ended, for CTest tests of command-line tools.
 #
 #   cmake -DPROGRAM=<program> -DEXPECT=success|failure [-DMATCH0=<regex> ... -DMATCH4=<regex>]
-#         -P run_and_check.cmake
+#         [-DNOMATCH=<regex>] ["-DARGS=<arguments>"] -P run_and_check.cmake
 #
 # EXPECT=failure wants a non-zero exit status from a program that ended normally: a
 # crash (a signal) fails the test either way. Every MATCHn must match stdout+stderr.
 if(NOT PROGRAM OR NOT EXPECT)
   message(FATAL_ERROR "run_and_check: PROGRAM and EXPECT are required")
 endif()
-execute_process(COMMAND ${PROGRAM} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+separate_arguments(args UNIX_COMMAND "${ARGS}")
+execute_process(COMMAND ${PROGRAM} ${args} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
 set(output "${out}${err}")
 message("${output}")
 message("exit status: ${status}")
@@ -25,3 +26,6 @@ foreach(i RANGE 0 4)
     message(FATAL_ERROR "the output of ${PROGRAM} does not match '${MATCH${i}}'")
   endif()
 endforeach()
+if(DEFINED NOMATCH AND output MATCHES "${NOMATCH}")
+  message(FATAL_ERROR "the output of ${PROGRAM} matches '${NOMATCH}'")
+endif()

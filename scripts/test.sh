@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: install what is missing, build with
 # warnings as errors and run every test; then build the same tree with
-# AddressSanitizer + UndefinedBehaviorSanitizer and run every test again.
+# AddressSanitizer + UndefinedBehaviorSanitizer and run every test again; run the
+# tests that use threads under ThreadSanitizer; and fuzz the parsers of untrusted
+# input for a bounded time (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -30,3 +32,17 @@ cmake --build build-asan --parallel "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=use_tls=0 \
 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure --parallel "$jobs"
+
+# ThreadSanitizer: libkiln and the CPU plugin instrumented, running the tests labelled
+# "threads" (concurrent dispatch and first-use kernel lookups, two devices trained from
+# two threads, the plugin's thread pool and allocator, DataLoader prefetch, DataParallel
+# and the collectives' one thread per rank). No suppressions: any report fails the run
+# (halt_on_error). OpenBLAS is not instrumented, but the CPU plugin runs it
+# single-threaded inside its own pool's tasks, so every hand-off between threads is one
+# TSan sees.
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON \
+  -DKILN_SANITIZE=thread -DKILN_BUILD_BENCHMARKS=OFF -DKILN_CUDA=OFF -DKILN_MPI=OFF
+cmake --build build-tsan --parallel "$jobs" --target kiln_cpu kiln_runtime_test kiln_data_test \
+  kiln_distributed_tests kiln_cpu_plugin_tests kiln_cpu_collectives_tests
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  ctest --test-dir build-tsan --label-regex threads --output-on-failure --parallel "$jobs"

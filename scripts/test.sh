@@ -26,10 +26,7 @@ scripts/sdk-check.sh build
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON \
   -DKILN_SANITIZE=address,undefined -DKILN_BUILD_BENCHMARKS=OFF -DKILN_CUDA=OFF -DKILN_MPI=OFF
 cmake --build build-asan --parallel "$jobs"
-# use_tls=0: LeakSanitizer's scan of thread-local storage crashes on the CPU
-# plugin's pool threads (a dlopen'ed module with thread_local state; a known
-# LSan/glibc problem); leaks are still detected everywhere else.
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=use_tls=0 \
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure --parallel "$jobs"
 

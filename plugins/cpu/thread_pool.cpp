@@ -5,7 +5,7 @@
 
 namespace kiln::cpu {
 
-thread_local bool ThreadPool::in_worker_ = false;
+[[gnu::tls_model("initial-exec")]] thread_local bool ThreadPool::in_worker_ = false;
 
 namespace {
 

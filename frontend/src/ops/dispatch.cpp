@@ -231,10 +231,6 @@ bool layout_ok(uint32_t flags, std::span<const TensorImpl* const> inputs,
   return true;
 }
 
-}  // namespace
-
-namespace {
-
 // Whether the native kernel takes these arguments (no supports() means all).
 bool kernel_supports(const KernelSlot& slot, const kiln_op_args& args, DeviceContext* dev, OpId op) {
   if (!slot.kernel.supports) return true;

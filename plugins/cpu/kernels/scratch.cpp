@@ -48,7 +48,9 @@ void release(void* p) {
 pthread_key_t scratch_key;
 std::once_flag key_once;
 
-thread_local ThreadScratch* this_thread = nullptr;
+// initial-exec: in the static TLS block, not a dynamically allocated one (see
+// thread_pool.h, in_worker_).
+[[gnu::tls_model("initial-exec")]] thread_local ThreadScratch* this_thread = nullptr;
 
 ThreadScratch& thread_scratch() {
   if (this_thread) [[likely]] {

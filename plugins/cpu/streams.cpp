@@ -1,5 +1,7 @@
 #include "streams.h"
 
+#include <chrono>
+
 #include "device.h"
 #include "kiln/sdk/status.h"
 
@@ -14,6 +16,7 @@ constexpr uint32_t kEventTag = 0x45564e54u;   // "EVNT"
 struct Handle {
   uint32_t tag;
   Device* device;
+  std::chrono::steady_clock::time_point recorded_at{};  // events: the last event_record
 };
 
 // `any_device`: waiting on another CPU device's event is fine (it is already complete),
@@ -39,7 +42,7 @@ kiln_status* stream_create(kiln_device* device, kiln_stream** stream) {
   return sdk::guard("stream_create", [&] {
     Device& d = from_handle(device);
     KILN_SDK_CHECK(stream != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
-    *stream = reinterpret_cast<kiln_stream*>(new Handle{kStreamTag, &d});
+    *stream = reinterpret_cast<kiln_stream*>(new Handle{kStreamTag, &d, {}});
   });
 }
 
@@ -62,7 +65,7 @@ kiln_status* event_create(kiln_device* device, kiln_event** event) {
   return sdk::guard("event_create", [&] {
     Device& d = from_handle(device);
     KILN_SDK_CHECK(event != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
-    *event = reinterpret_cast<kiln_event*>(new Handle{kEventTag, &d});
+    *event = reinterpret_cast<kiln_event*>(new Handle{kEventTag, &d, {}});
   });
 }
 
@@ -77,8 +80,20 @@ kiln_status* event_destroy(kiln_device* device, kiln_event* event) {
 kiln_status* event_record(kiln_device* device, kiln_event* event, kiln_stream* stream) {
   return sdk::guard("event_record", [&] {
     Device& d = from_handle(device);
-    check_handle(event, kEventTag, d, "event");
+    Handle* h = check_handle(event, kEventTag, d, "event");
     check_stream(stream, d);
+    h->recorded_at = std::chrono::steady_clock::now();  // the work before it is done
+  });
+}
+
+kiln_status* event_elapsed(kiln_device* device, kiln_event* start, kiln_event* end,
+                           double* milliseconds) {
+  return sdk::guard("event_elapsed", [&] {
+    Device& d = from_handle(device);
+    KILN_SDK_CHECK(milliseconds != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
+    const Handle* a = check_handle(start, kEventTag, d, "event");
+    const Handle* b = check_handle(end, kEventTag, d, "event");
+    *milliseconds = std::chrono::duration<double, std::milli>(b->recorded_at - a->recorded_at).count();
   });
 }
 

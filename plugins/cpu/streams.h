@@ -19,6 +19,10 @@ kiln_status* event_destroy(kiln_device* device, kiln_event* event);
 kiln_status* event_record(kiln_device* device, kiln_event* event, kiln_stream* stream);
 kiln_status* stream_wait_event(kiln_device* device, kiln_stream* stream, kiln_event* event);
 kiln_status* event_synchronize(kiln_device* device, kiln_event* event);
+/// Everything runs synchronously, so the device time between two events is the host
+/// time between their event_record calls.
+kiln_status* event_elapsed(kiln_device* device, kiln_event* start, kiln_event* end,
+                           double* milliseconds);
 
 }  // namespace kiln::cpu
 

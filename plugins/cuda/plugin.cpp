@@ -185,6 +185,9 @@ const kiln_plugin_api kApi = {
     &get_extension,
     nullptr,  // copy_peer: not yet (cudaMemcpyPeerAsync needs a multi-GPU machine to verify);
               // the frontend stages cuda:i -> cuda:j through the host meanwhile
+    &event_elapsed,
+    &range_push,
+    &range_pop,
 };
 
 kiln_status* init(const kiln_host_api* host, const kiln_plugin_api** api) {

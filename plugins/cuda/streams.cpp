@@ -1,5 +1,7 @@
 #include "streams.h"
 
+#include <nvtx3/nvToolsExt.h>
+
 #include "allocator.h"
 #include "device.h"
 #include "error_flags.h"
@@ -138,7 +140,9 @@ kiln_status* event_create(kiln_device* device, kiln_event** event) {
     KILN_SDK_CHECK(event != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
     auto* h = new EventHandle{kEventTag, &d, nullptr, nullptr, 0};
     d.make_current();
-    if (const cudaError_t status = cudaEventCreateWithFlags(&h->event, cudaEventDisableTiming);
+    // Timing enabled (ABI 1.2's event_elapsed times ops for Kiln's profiler); the
+    // plugin's internal events, which only order work, keep cudaEventDisableTiming.
+    if (const cudaError_t status = cudaEventCreateWithFlags(&h->event, cudaEventDefault);
         status != cudaSuccess) {
       delete h;
       d.fail(status, "cudaEventCreateWithFlags");
@@ -180,6 +184,29 @@ kiln_status* stream_wait_event(kiln_device* device, kiln_stream* stream, kiln_ev
     }
   });
 }
+
+kiln_status* event_elapsed(kiln_device* device, kiln_event* start, kiln_event* end,
+                           double* milliseconds) {
+  return sdk::guard("event_elapsed", [&] {
+    Device& d = from_handle(device);
+    KILN_SDK_CHECK(milliseconds != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
+    EventHandle& a = event_handle(start, d);
+    EventHandle& b = event_handle(end, d);
+    d.make_current();
+    float ms = 0;
+    if (const cudaError_t status = cudaEventElapsedTime(&ms, a.event, b.event);
+        status != cudaSuccess) {
+      d.fail(status, "cudaEventElapsedTime");
+    }
+    *milliseconds = static_cast<double>(ms);
+  });
+}
+
+void range_push(void*, const char* name) {
+  if (name != nullptr) nvtxRangePushA(name);
+}
+
+void range_pop(void*) { nvtxRangePop(); }
 
 kiln_status* event_synchronize(kiln_device* device, kiln_event* event) {
   return sdk::guard([&] {

@@ -36,6 +36,13 @@ kiln_status* event_destroy(kiln_device* device, kiln_event* event);
 kiln_status* event_record(kiln_device* device, kiln_event* event, kiln_stream* stream);
 kiln_status* stream_wait_event(kiln_device* device, kiln_stream* stream, kiln_event* event);
 kiln_status* event_synchronize(kiln_device* device, kiln_event* event);
+/// cudaEventElapsedTime between two events of this device (ABI 1.2).
+kiln_status* event_elapsed(kiln_device* device, kiln_event* start, kiln_event* end,
+                           double* milliseconds);
+/// NVTX ranges named after Kiln's ops and record_function scopes, for Nsight (ABI 1.2;
+/// NVTX is header-only and does nothing unless a tool is attached).
+void range_push(void* context, const char* name);
+void range_pop(void* context);
 
 }  // namespace kiln::cuda
 

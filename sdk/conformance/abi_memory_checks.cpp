@@ -1,5 +1,6 @@
 // ABI checks of one device: allocator and statistics, copies, streams and events.
 // Device memory is never dereferenced here; it is only read back through copy().
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -207,6 +208,35 @@ void abi_copies(const AbiTarget& target, Reporter& reporter) {
   report_status_defects(session, reporter);
 }
 
+namespace {
+
+// ABI 1.2 event_elapsed: the time across a copy recorded between two events on the
+// default stream is finite and not negative; a NULL output is refused.
+void check_event_elapsed(AbiSession& session, Check& check, void* device_data,
+                         const void* host_data, size_t bytes) {
+  const kiln_plugin_api* api = session.api();
+  kiln_device* device = session.device();
+  kiln_event *start = nullptr, *end = nullptr;
+  double ms = -1;
+  if (check.expect_ok(session.take(api->event_create(device, &start)), "event_create") &&
+      check.expect_ok(session.take(api->event_create(device, &end)), "event_create") &&
+      check.expect_ok(session.take(api->event_record(device, start, nullptr)), "event_record") &&
+      copy(session, check, KILN_COPY_HOST_TO_DEVICE, device_data, host_data, bytes, nullptr,
+           "copy between two events") &&
+      check.expect_ok(session.take(api->event_record(device, end, nullptr)), "event_record") &&
+      check.expect_ok(session.take(api->stream_synchronize(device, nullptr)), "stream_synchronize") &&
+      check.expect_ok(session.take(api->event_elapsed(device, start, end, &ms)), "event_elapsed")) {
+    if (!(ms >= 0) || !std::isfinite(ms))
+      check.fail("event_elapsed across a copy answered " + std::to_string(ms) + " ms");
+    check.expect_error(session.take(api->event_elapsed(device, start, end, nullptr)),
+                       KILN_STATUS_INVALID_ARGUMENT, "event_elapsed(NULL output)");
+  }
+  for (kiln_event* e : {start, end})
+    if (e != nullptr) check.expect_ok(session.take(api->event_destroy(device, e)), "event_destroy");
+}
+
+}  // namespace
+
 void abi_streams(const AbiTarget& target, Reporter& reporter) {
   AbiSession session(target.path);
   if (!start_session(session, target, reporter, "streams", /*open_device=*/true)) return;
@@ -265,6 +295,9 @@ void abi_streams(const AbiTarget& target, Reporter& reporter) {
       if (event != nullptr)
         check.expect_ok(session.take(api->event_destroy(device, event)), "event_destroy");
     }
+    if (events && api->abi_minor >= 2 && api->struct_size >= KILN_PLUGIN_API_SIZE_1_2 &&
+        api->event_elapsed != nullptr)
+      check_event_elapsed(session, check, a.data, source.data(), bytes);
   }
   release(session, check, a, s1);
   release(session, check, b, s1);

@@ -1,5 +1,6 @@
 // The plugin's side of the ABI contract: init and version negotiation, the table,
 // devices, copies, streams and events, and kernel lookup.
+#include <chrono>
 #include <unistd.h>
 
 #include <array>
@@ -109,9 +110,11 @@ TEST(PluginInit, RejectsNullPointers) {
 
 TEST(PluginAbi, StructSizesMatchTheReleasedLayout) {
   // Pinned in c_api.h; these catch a header edit that grows a released struct in the
-  // middle. ABI 1.1 appended copy_peer to the table and flags to the properties.
-  EXPECT_EQ(sizeof(kiln_plugin_api), KILN_PLUGIN_API_SIZE_1_1);
+  // middle. ABI 1.1 appended copy_peer to the table and flags to the properties; 1.2
+  // appended event_elapsed, range_push and range_pop to the table.
+  EXPECT_EQ(sizeof(kiln_plugin_api), KILN_PLUGIN_API_SIZE_1_2);
   EXPECT_EQ(KILN_PLUGIN_API_SIZE_1_1, KILN_PLUGIN_API_SIZE_1_0 + sizeof(void*));
+  EXPECT_EQ(KILN_PLUGIN_API_SIZE_1_2, KILN_PLUGIN_API_SIZE_1_1 + 3 * sizeof(void*));
   EXPECT_EQ(sizeof(kiln_device_properties), KILN_DEVICE_PROPERTIES_SIZE_1_1);
   EXPECT_EQ(sizeof(kiln_collectives_api), KILN_COLLECTIVES_API_SIZE_1_1);
   EXPECT_EQ(sizeof(kiln_kernel), KILN_KERNEL_SIZE_1_0);
@@ -276,6 +279,34 @@ TEST(PluginCopy, RoundTripThroughDeviceMemory) {
             KILN_STATUS_INVALID_ARGUMENT);
   KILN_EXPECT_OK(p.api->deallocate(p.device, a, nullptr));
   KILN_EXPECT_OK(p.api->deallocate(p.device, b, nullptr));
+}
+
+TEST(PluginStreams, EventElapsedMeasuresTheTimeBetweenTwoRecords) {
+  // ABI 1.2: the CPU plugin runs everything synchronously, so the device time between
+  // two events is the host time between their records.
+  CpuPlugin& p = CpuPlugin::get();
+  ASSERT_NE(p.api->event_elapsed, nullptr);
+  EXPECT_EQ(p.api->range_push, nullptr) << "the CPU plugin has no profiling tool to tell";
+  kiln_event *a = nullptr, *b = nullptr;
+  KILN_ASSERT_OK(p.api->event_create(p.device, &a));
+  KILN_ASSERT_OK(p.api->event_create(p.device, &b));
+  KILN_ASSERT_OK(p.api->event_record(p.device, a, nullptr));
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(20)) {
+  }
+  KILN_ASSERT_OK(p.api->event_record(p.device, b, nullptr));
+  double ms = -1;
+  KILN_ASSERT_OK(p.api->event_elapsed(p.device, a, b, &ms));
+  EXPECT_GE(ms, 20.0);
+  EXPECT_LT(ms, 2000.0);
+  double back = 0;
+  KILN_ASSERT_OK(p.api->event_elapsed(p.device, b, a, &back));
+  EXPECT_DOUBLE_EQ(back, -ms);
+  EXPECT_EQ(take(p.api->event_elapsed(p.device, a, b, nullptr)).code, KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(take(p.api->event_elapsed(p.device, a, nullptr, &ms)).code,
+            KILN_STATUS_INVALID_ARGUMENT);
+  KILN_EXPECT_OK(p.api->event_destroy(p.device, a));
+  KILN_EXPECT_OK(p.api->event_destroy(p.device, b));
 }
 
 TEST(PluginStreams, CreateSynchronizeAndDestroy) {

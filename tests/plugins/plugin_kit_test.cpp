@@ -4,6 +4,8 @@
 // (tests/conformance); this checks what conformance cannot provoke: handles used
 // twice or from elsewhere, exceptions of each kind, a backend whose constructor
 // throws, and the host's log.
+#include <thread>
+#include <chrono>
 #include <gtest/gtest.h>
 #include <kiln/sdk/plugin.h>
 
@@ -175,6 +177,29 @@ TEST_F(PluginKit, BuffersFreedTwiceOrFromElsewhereAreRefused) {
                                              nullptr, &buffer, &data));
   EXPECT_EQ(foreign.code, KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(foreign.message.find("not a device handle"), std::string::npos) << foreign.message;
+}
+
+TEST_F(PluginKit, SynchronousDevicesTimeEventsByTheirRecords) {
+  // The kit fills ABI 1.2's event_elapsed (the host time between two event_record
+  // calls, right for a synchronous device) and the range hooks.
+  ASSERT_NE(api->event_elapsed, nullptr);
+  ASSERT_NE(api->range_push, nullptr);
+  ASSERT_NE(api->range_pop, nullptr);
+  kiln_event *a = nullptr, *b = nullptr;
+  ASSERT_EQ(take(api->event_create(device, &a)).code, KILN_STATUS_OK);
+  ASSERT_EQ(take(api->event_create(device, &b)).code, KILN_STATUS_OK);
+  ASSERT_EQ(take(api->event_record(device, a, nullptr)).code, KILN_STATUS_OK);
+  std::this_thread::sleep_for(std::chrono::milliseconds(15));
+  ASSERT_EQ(take(api->event_record(device, b, nullptr)).code, KILN_STATUS_OK);
+  double ms = -1;
+  ASSERT_EQ(take(api->event_elapsed(device, a, b, &ms)).code, KILN_STATUS_OK);
+  EXPECT_GE(ms, 15.0);
+  EXPECT_LT(ms, 2000.0);
+  EXPECT_EQ(take(api->event_elapsed(device, a, b, nullptr)).code, KILN_STATUS_INVALID_ARGUMENT);
+  api->range_push(api->context, "a scope");  // the default backend ignores ranges
+  api->range_pop(api->context);
+  EXPECT_EQ(take(api->event_destroy(device, a)).code, KILN_STATUS_OK);
+  EXPECT_EQ(take(api->event_destroy(device, b)).code, KILN_STATUS_OK);
 }
 
 TEST_F(PluginKit, StreamsAndEventsAreCheckedHandles) {

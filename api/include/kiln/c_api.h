@@ -65,7 +65,7 @@ extern "C" {
 #endif
 
 #define KILN_ABI_MAJOR 1
-#define KILN_ABI_MINOR 1
+#define KILN_ABI_MINOR 2
 
 /* The one symbol a plugin exports, and the file-name rule the loader uses. */
 #define KILN_PLUGIN_ENTRY_SYMBOL "kiln_plugin_init"
@@ -382,6 +382,24 @@ typedef struct kiln_plugin_api {
    * through the host with `copy`. */
   kiln_status *(*copy_peer)(kiln_device *dst_device, kiln_stream *stream, void *dst,
                             kiln_device *src_device, const void *src, size_t bytes);
+
+  /* -- 1.2: profiling ------------------------------------------------------------ */
+
+  /* (optional; only with the five event functions) Writes the device time in
+   * milliseconds from `start` to `end`, two events of this device recorded in that
+   * order, whose work has completed (the caller synchronizes first). This is how
+   * Kiln's profiler times ops on the device without a synchronization per op. A
+   * synchronous plugin measures the host time between the two event_record calls.
+   * Events the plugin cannot time: KILN_STATUS_UNSUPPORTED. */
+  kiln_status *(*event_elapsed)(kiln_device *device, kiln_event *start, kiln_event *end,
+                                double *milliseconds);
+  /* (optional, with range_pop) Opens a named range on the calling thread, for the
+   * backend's own profiling tools (the CUDA plugin emits NVTX ranges, which Nsight
+   * shows): Kiln's profiler calls it around every op (named after the catalogue op)
+   * and every record_function scope, and range_pop when each ends. Ranges nest per
+   * thread. Called only while a profiler runs; must not fail or block. */
+  void (*range_push)(void *context, const char *name);
+  void (*range_pop)(void *context);
 } kiln_plugin_api;
 
 /* The entry point. `host` describes the loader; on success `*api` points to a table
@@ -521,6 +539,9 @@ typedef struct kiln_collectives_api {
   ((size_t)(offsetof(kiln_device_properties, flags) + sizeof(uint64_t)))
 #define KILN_COLLECTIVES_API_SIZE_1_1 \
   ((size_t)(offsetof(kiln_collectives_api, barrier) + sizeof(void *)))
+
+/* What 1.2 appended: the table through range_pop. */
+#define KILN_PLUGIN_API_SIZE_1_2 ((size_t)(offsetof(kiln_plugin_api, range_pop) + sizeof(void *)))
 
 /* ------------------------------------------------------------------------------ */
 /* Small inline helpers for kernels                                                */

@@ -57,6 +57,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -93,6 +94,9 @@ class Stream {
 class Event {
  public:
   virtual ~Event() = default;
+  /// When event_record was last called for it, stamped by the kit (what the default
+  /// Device::elapsed_ms measures for a synchronous device).
+  std::chrono::steady_clock::time_point host_recorded_at{};
 };
 
 /// One device. A `Stream*` argument of nullptr means the device's default stream.
@@ -149,6 +153,14 @@ class Device {
     (void)event;
   }
   virtual void synchronize_event(Event& event) { (void)event; }
+  /// Device milliseconds from `start` to `end` (both recorded, their work done). The
+  /// default is right for a synchronous device: the host time between the two
+  /// event_record calls. An asynchronous device overrides it with its own timer.
+  virtual double elapsed_ms(Event& start, Event& end) {
+    return std::chrono::duration<double, std::milli>(end.host_recorded_at -
+                                                     start.host_recorded_at)
+        .count();
+  }
 
   // -- kernels (optional) -------------------------------------------------------------
 
@@ -172,6 +184,11 @@ class Backend {
   /// Free-form diagnostics for kiln-info (e.g. driver version, why there are no
   /// devices). Asked once; the kit keeps the text.
   virtual std::string describe() { return {}; }
+  /// Profiler ranges (ABI 1.2): Kiln opens one per op and record_function scope on
+  /// the calling thread while its profiler runs, for the backend's own tools (NVTX,
+  /// ...). Must be cheap; an exception is dropped. Default: nothing.
+  virtual void range_push(const char* name) { (void)name; }
+  virtual void range_pop() {}
   /// Extension tables by name (ABI 1.x additions such as "kiln.collectives.v1").
   virtual const void* extension(const char* name) {
     (void)name;

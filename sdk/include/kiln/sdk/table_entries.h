@@ -39,8 +39,8 @@ struct TableDefects {
 };
 
 /// The defects of a plugin table's entries. The caller has checked that the table is
-/// an ABI 1.x table of at least KILN_PLUGIN_API_SIZE_1_0 bytes (every entry checked
-/// here is a 1.0 entry).
+/// an ABI 1.x table of at least KILN_PLUGIN_API_SIZE_1_0 bytes; entries of later minor
+/// versions are read only where abi_minor and struct_size say they exist.
 inline TableDefects plugin_table_defects(const kiln_plugin_api& api) {
   TableDefects d;
 #define KILN_SDK_CHECK_REQUIRED(entry) \
@@ -63,6 +63,15 @@ inline TableDefects plugin_table_defects(const kiln_plugin_api& api) {
                         " of the 5 event functions are set (event_create, event_destroy, "
                         "event_record, stream_wait_event and event_synchronize are provided "
                         "together or not at all)");
+  // The 1.2 entries exist only in tables that say so and are large enough.
+  if (api.abi_minor >= 2 && api.struct_size >= KILN_PLUGIN_API_SIZE_1_2) {
+    if (api.event_elapsed != nullptr && provided != 5)
+      d.partial.push_back("event_elapsed is set without the event functions it times");
+    if ((api.range_push == nullptr) != (api.range_pop == nullptr))
+      d.partial.push_back(std::string(api.range_push ? "range_push is set but range_pop"
+                                                     : "range_pop is set but range_push") +
+                          " is NULL (the two are provided together or not at all)");
+  }
   return d;
 }
 

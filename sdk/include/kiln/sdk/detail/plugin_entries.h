@@ -248,7 +248,18 @@ inline kiln_status* event_destroy(kiln_device* device, kiln_event* event) {
 inline kiln_status* event_record(kiln_device* device, kiln_event* event, kiln_stream* stream) {
   return boundary("event_record", device, [&] {
     DeviceSlot& slot = slot_of(device);
-    slot.device->record_event(event_of(slot, event), stream_of(slot, stream));
+    Event& e = event_of(slot, event);
+    e.host_recorded_at = std::chrono::steady_clock::now();
+    slot.device->record_event(e, stream_of(slot, stream));
+  });
+}
+
+inline kiln_status* event_elapsed(kiln_device* device, kiln_event* start, kiln_event* end,
+                                  double* milliseconds) {
+  return boundary("event_elapsed", device, [&] {
+    DeviceSlot& slot = slot_of(device);
+    KILN_SDK_CHECK(milliseconds != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
+    *milliseconds = slot.device->elapsed_ms(event_of(slot, start), event_of(slot, end));
   });
 }
 
@@ -277,6 +288,22 @@ inline kiln_status* get_kernel(kiln_device* device, const char* name, int32_t ve
     const KernelTable* table = slot.device->kernels();
     (table != nullptr ? table : &empty_table)->lookup(name, version, kernel);
   });
+}
+
+// Never fail, never throw (the ABI says so): a backend's exception is dropped.
+inline void range_push(void*, const char* name) {
+  try {
+    PluginState* s = g_state.load(std::memory_order_acquire);
+    if (s != nullptr && name != nullptr) s->backend->range_push(name);
+  } catch (...) {
+  }
+}
+
+inline void range_pop(void*) {
+  try {
+    if (PluginState* s = g_state.load(std::memory_order_acquire)) s->backend->range_pop();
+  } catch (...) {
+  }
 }
 
 inline const void* get_extension(void*, const char* name) {
@@ -326,6 +353,9 @@ inline void fill_table(PluginState& s) {
   t.event_synchronize = &event_synchronize;
   t.get_kernel = &get_kernel;
   t.get_extension = &get_extension;
+  t.event_elapsed = &event_elapsed;
+  t.range_push = &range_push;
+  t.range_pop = &range_pop;
 }
 
 /// The body of kiln_plugin_init for backend B (see KILN_SDK_PLUGIN). Idempotent: a

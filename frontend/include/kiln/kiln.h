@@ -14,6 +14,7 @@
 #include "kiln/dtype.h"
 #include "kiln/error.h"
 #include "kiln/ops.h"
+#include "kiln/profiler.h"
 #include "kiln/random.h"
 #include "kiln/runtime.h"
 #include "kiln/scalar.h"

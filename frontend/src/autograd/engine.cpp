@@ -9,6 +9,7 @@
 #include "autograd/record.h"
 #include "kiln/ops.h"
 #include "ops/common.h"
+#include "profiler/profiler_hooks.h"
 
 namespace kiln {
 
@@ -264,6 +265,7 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& gra
   KILN_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "backward: got ",
              grad_outputs.size(), " gradients for ", outputs.size(), " outputs");
   NoGradGuard no_grad;
+  detail::PhaseScope phase(profiler::Phase::Backward);
   // Callbacks queued by hooks of this pass run at its end; a nested backward (from a
   // hook or a custom Function) keeps its own list.
   std::vector<std::function<void()>> callbacks;

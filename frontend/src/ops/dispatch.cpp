@@ -9,6 +9,7 @@
 
 #include "kiln/error.h"
 #include "kiln/runtime.h"
+#include "profiler/profiler_hooks.h"
 #include "runtime/log.h"
 #include "runtime/registry.h"
 
@@ -180,6 +181,7 @@ void run_on_cpu(OpId op, DeviceContext* dev, std::span<const TensorImpl* const> 
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   record_fallback(op_name(op), dev->name(), seconds, moved);
+  if (profiler_active()) profiler_fell_back();
 }
 
 std::shared_ptr<TensorImpl> contiguous_temp(const TensorImpl& t) {
@@ -241,10 +243,10 @@ bool kernel_supports(const KernelSlot& slot, const kiln_op_args& args, DeviceCon
   }
 }
 
-}  // namespace
 
-void dispatch(OpId op, std::span<const TensorImpl* const> inputs,
-              std::span<const TensorImpl* const> outputs, std::span<const kiln_attr> attrs) {
+void dispatch_unprofiled(OpId op, std::span<const TensorImpl* const> inputs,
+                         std::span<const TensorImpl* const> outputs,
+                         std::span<const kiln_attr> attrs) {
   KILN_CHECK(inputs.size() <= kMaxOperands && outputs.size() <= kMaxOperands, op_name(op),
              ": too many operands");
   DeviceContext* dev = (outputs.empty() ? inputs[0] : outputs[0])->device();
@@ -275,6 +277,15 @@ void dispatch(OpId op, std::span<const TensorImpl* const> inputs,
     return;
   }
   run_on_cpu(op, dev, inputs, outputs, attrs);
+}
+
+}  // namespace
+
+void dispatch(OpId op, std::span<const TensorImpl* const> inputs,
+              std::span<const TensorImpl* const> outputs, std::span<const kiln_attr> attrs) {
+  if (profiler_active()) [[unlikely]]
+    return profiled_dispatch(&dispatch_unprofiled, op, inputs, outputs, attrs);
+  dispatch_unprofiled(op, inputs, outputs, attrs);
 }
 
 }  // namespace kiln::detail

@@ -3,6 +3,7 @@
 #include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "ops/dispatch.h"
+#include "profiler/profiler_hooks.h"
 
 namespace kiln::optim {
 
@@ -26,6 +27,7 @@ Adam::Adam(std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> def
 }
 
 void Adam::step() {
+  detail::PhaseScope phase(profiler::Phase::Optimizer);
   NoGradGuard no_grad;
   for (auto& group : param_groups()) {
     const auto& o = static_cast<const AdamOptions&>(*group.options);

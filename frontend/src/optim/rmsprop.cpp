@@ -3,6 +3,7 @@
 #include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "kiln/ops.h"
+#include "profiler/profiler_hooks.h"
 
 namespace kiln::optim {
 
@@ -21,6 +22,7 @@ RMSprop::RMSprop(std::vector<ParamGroup> groups, RMSpropOptions defaults)
 // Composed from elementwise ops: RMSprop is rarely the bottleneck, so it has no
 // fused kernel in the catalogue.
 void RMSprop::step() {
+  detail::PhaseScope phase(profiler::Phase::Optimizer);
   NoGradGuard no_grad;
   for (auto& group : param_groups()) {
     const auto& o = static_cast<const RMSpropOptions&>(*group.options);

@@ -3,6 +3,7 @@
 #include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "ops/dispatch.h"
+#include "profiler/profiler_hooks.h"
 
 namespace kiln::optim {
 
@@ -24,6 +25,7 @@ SGD::SGD(std::vector<ParamGroup> groups, SGDOptions defaults)
 }
 
 void SGD::step() {
+  detail::PhaseScope phase(profiler::Phase::Optimizer);
   NoGradGuard no_grad;
   for (auto& group : param_groups()) {
     const auto& o = static_cast<const SGDOptions&>(*group.options);

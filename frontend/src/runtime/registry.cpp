@@ -23,6 +23,7 @@
 #include "kiln/error.h"
 #include "runtime/log.h"
 #include "runtime/plugin_table.h"
+#include "profiler/profiler_hooks.h"
 
 namespace fs = std::filesystem;
 
@@ -183,6 +184,7 @@ std::shared_ptr<Storage> DeviceContext::allocate(size_t bytes) {
   kiln_buffer* buffer = nullptr;
   void* data = nullptr;
   call("allocate", [&] { return api_->allocate(handle_, bytes, 64, nullptr, &buffer, &data); });
+  if (profiler_active()) [[unlikely]] profiler_allocated(bytes);
   try {
     return std::make_shared<Storage>(this, buffer, data, bytes);
   } catch (...) {
@@ -220,6 +222,35 @@ void DeviceContext::copy_peer(void* dst, DeviceContext& from, const void* src, s
 
 void DeviceContext::synchronize() {
   call("synchronize", [&] { return api_->stream_synchronize(handle_, nullptr); });
+  if (profiler_active()) [[unlikely]] profiler_synchronized(*this);
+}
+
+bool DeviceContext::can_time() const { return plugin_->event_elapsed != nullptr; }
+
+kiln_event* DeviceContext::create_event() {
+  kiln_event* event = nullptr;
+  call("event_create", [&] { return api_->event_create(handle_, &event); });
+  return event;
+}
+
+void DeviceContext::destroy_event(kiln_event* event) noexcept {
+  try {
+    if (kiln_status* s = api_->event_destroy(handle_, event))
+      log(KILN_LOG_ERROR, api_->name, concat("event_destroy on ", name_, ": ", consume_status(s)));
+  } catch (...) {
+    log(KILN_LOG_ERROR, api_->name,
+        concat("ABI violation: ", escaped_exception_text(), " escaped from event_destroy"));
+  }
+}
+
+void DeviceContext::record_event(kiln_event* event) {
+  call("event_record", [&] { return api_->event_record(handle_, event, nullptr); });
+}
+
+double DeviceContext::elapsed_ms(kiln_event* start, kiln_event* end) {
+  double ms = 0;
+  call("event_elapsed", [&] { return plugin_->event_elapsed(handle_, start, end, &ms); });
+  return ms;
 }
 
 MemoryStats DeviceContext::memory_stats() {
@@ -324,6 +355,11 @@ std::string Registry::load_plugin(const fs::path& path) {
   if (api->abi_minor >= 1 &&
       api->struct_size >= offsetof(kiln_plugin_api, copy_peer) + sizeof api->copy_peer)
     plugin->copy_peer = api->copy_peer;
+  if (api->abi_minor >= 2 && api->struct_size >= KILN_PLUGIN_API_SIZE_1_2) {
+    if (api->event_create) plugin->event_elapsed = api->event_elapsed;
+    plugin->range_push = api->range_push;
+    plugin->range_pop = api->range_pop;
+  }
   if (api->get_extension) {
     const kiln_collectives_api* collectives = nullptr;
     try {

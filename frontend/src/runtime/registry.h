@@ -73,6 +73,17 @@ class DeviceContext {
   MemoryStats memory_stats();
   void empty_cache();
 
+  // -- events, for the profiler's device timing -------------------------------------
+
+  /// True when the plugin can time work on this device (events and event_elapsed).
+  bool can_time() const;
+  kiln_event* create_event();
+  void destroy_event(kiln_event* event) noexcept;
+  /// Records `event` on the default stream, after the work enqueued so far.
+  void record_event(kiln_event* event);
+  /// Device milliseconds between two recorded events whose work is done.
+  double elapsed_ms(kiln_event* start, kiln_event* end);
+
   /// Throws kiln::Error "<what> on <device>: <message>" and frees `status` if it
   /// is an error; does nothing for NULL.
   void check(kiln_status* status, const char* what) const;
@@ -105,6 +116,11 @@ struct Plugin {
   /// (a 1.0 plugin) or it does not provide them.
   kiln_status* (*copy_peer)(kiln_device*, kiln_stream*, void*, kiln_device*, const void*,
                             size_t) = nullptr;
+  /// The 1.2 profiling entries, NULL where the table is older or lacks them.
+  /// event_elapsed is kept only when the five event functions are there too.
+  kiln_status* (*event_elapsed)(kiln_device*, kiln_event*, kiln_event*, double*) = nullptr;
+  void (*range_push)(void*, const char*) = nullptr;
+  void (*range_pop)(void*) = nullptr;
   /// The "kiln.collectives.v1" extension, or NULL (looked up once, at load).
   const kiln_collectives_api* collectives = nullptr;
   int32_t device_count = 0;

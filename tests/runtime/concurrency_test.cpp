@@ -4,10 +4,12 @@
 // "threads": CI also runs these under ThreadSanitizer (scripts/test.sh), where a data
 // race fails them even when the values come out right.
 #include <atomic>
+#include <map>
 #include <thread>
 
 #include "kiln/nn.h"
 #include "kiln/optim.h"
+#include "kiln/profiler.h"
 #include "runtime/runtime_test_util.h"
 
 namespace kiln {
@@ -46,6 +48,30 @@ TEST(Concurrency, OpsDispatchedFromManyThreadsAgreeWithOneThread) {
   });
   for (int t = 0; t < 4; ++t) expected[static_cast<size_t>(t)] = compute(t);
   EXPECT_EQ(got, expected);
+}
+
+TEST(Concurrency, ProfilingWhileFourThreadsDispatchRecordsEveryOp) {
+  const Device cpu("cpu", 0);
+  auto x = ones({16}, TensorOptions().device(cpu));
+  (x * 2.0).relu();  // resolve the kernels first: every op below is one event
+  profiler::Profiler p;
+  on_threads(4, [&](int t) {
+    for (int i = 0; i < 100; ++i) {
+      auto scope = profiler::record_function("step " + std::to_string(t));
+      (x * 2.0).relu();
+    }
+  });
+  synchronize(cpu);
+  p.stop();
+  std::map<int, int> ops, scopes;
+  for (const profiler::Event& e : p.events()) {
+    (e.kind == profiler::Event::Kind::Op ? ops : scopes)[e.thread] += 1;
+    EXPECT_LE(e.start_ns, e.end_ns) << e.name;
+  }
+  ASSERT_EQ(ops.size(), 4u);
+  for (const auto& [thread, n] : scopes) EXPECT_EQ(n, 100) << "thread " << thread;
+  // Each step: a multiplication by a scalar (its 0-d operand is made and filled) and relu.
+  for (const auto& [thread, n] : ops) EXPECT_GE(n, 200) << "thread " << thread;
 }
 
 std::shared_ptr<nn::Module> small_mlp() {

@@ -253,3 +253,40 @@ TEST(FifoCandidate, IsSkippedNotOpened) {
 
 }  // namespace
 }  // namespace kiln::test
+
+// KILN_PLUGINS=cpu with KILN_PLUGIN_PATH=<good fixture folder>: the allow-list keeps the
+// fixture plugin from being opened at all, says so when it is asked for, and always
+// keeps the CPU plugin (the reference and the fallback target).
+namespace kiln::test {
+namespace {
+
+TEST(PluginAllowList, PluginsLeftOutAreNotOpenedAndSaySo) {
+  KILN_REQUIRE_ENV("KILN_PLUGINS", "cpu");
+  KILN_REQUIRE_ENV("KILN_PLUGIN_PATH", std::string(KILN_TEST_GOOD_PLUGIN_DIR));
+  EXPECT_TRUE(has_plugin("cpu"));
+  EXPECT_FALSE(has_plugin("minimal"));
+  bool listed = false;
+  for (const PluginLoadFailure& f : plugin_load_failures())
+    if (ends_with(f.path, "libkiln_minimal.so")) {
+      listed = true;
+      EXPECT_NE(f.reason.find("not in KILN_PLUGINS=cpu"), std::string::npos) << f.reason;
+    }
+  EXPECT_TRUE(listed) << describe_failures();
+  EXPECT_KILN_ERROR(zeros({1}, TensorOptions().device("minimal")), "KILN_PLUGINS");
+  EXPECT_FALSE(is_available("minimal"));
+  EXPECT_TRUE(is_available("cpu"));
+}
+
+TEST(PluginAllowList, NamedPluginsLoadAndCpuAlways) {
+  KILN_REQUIRE_ENV("KILN_PLUGINS", "minimal");
+  KILN_REQUIRE_ENV("KILN_PLUGIN_PATH", std::string(KILN_TEST_GOOD_PLUGIN_DIR));
+  EXPECT_TRUE(has_plugin("minimal")) << describe_failures();
+  EXPECT_TRUE(has_plugin("cpu")) << "cpu is always loaded";
+  EXPECT_TRUE(is_available("minimal"));
+  EXPECT_EQ(device_count("minimal"), 1);
+  EXPECT_FALSE(is_available("nosuch"));
+  EXPECT_EQ(device_count("nosuch"), 0);
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -5,7 +5,8 @@
 /// all of it.
 ///
 /// Plugins are discovered on first use: every folder in KILN_PLUGIN_PATH (colon-
-/// separated), then the folder kiln/plugins beside libkiln. Each file named
+/// separated), then the folder kiln/plugins beside libkiln. KILN_PLUGINS (e.g.
+/// "cpu,acme") limits which are opened; the CPU plugin is always loaded. Each file named
 /// libkiln_<name>.so is opened with RTLD_NOW | RTLD_LOCAL and never unloaded. A
 /// candidate that fails (not a library, no entry symbol, ABI major mismatch, init
 /// error, a table too small, a duplicate name) is recorded with its reason and

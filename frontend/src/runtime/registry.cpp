@@ -70,6 +70,27 @@ std::string default_plugin_folder() {
   return (self.parent_path() / "kiln" / "plugins").string();
 }
 
+// "acme" for .../libkiln_acme.so (the caller has checked the pattern).
+std::string backend_name_of(const fs::path& path) {
+  const std::string file = path.filename().string();
+  return file.substr(std::strlen(KILN_PLUGIN_FILE_PREFIX),
+                     file.size() - std::strlen(KILN_PLUGIN_FILE_PREFIX) -
+                         std::strlen(KILN_PLUGIN_FILE_SUFFIX));
+}
+
+// KILN_PLUGINS, "cpu,acme": the plugins to load (besides cpu, always loaded).
+std::vector<std::string> split_names(const char* list) {
+  std::vector<std::string> out;
+  if (!list) return out;
+  std::stringstream in(list);
+  for (std::string name; std::getline(in, name, ',');) {
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    if (!name.empty()) out.push_back(name);
+  }
+  return out;
+}
+
 }  // namespace
 
 // -- Registry: discovery ------------------------------------------------------------
@@ -82,50 +103,61 @@ Registry& Registry::get() {
 }
 
 Registry::Registry() {
+  if (const char* list = std::getenv("KILN_PLUGINS"); list && *list) {
+    allowed_ = split_names(list);
+    allowed_text_ = list;
+  }
   for (auto& dir : split_path_list(std::getenv("KILN_PLUGIN_PATH"))) search_path_.push_back(dir);
   std::string builtin = default_plugin_folder();
   if (!builtin.empty()) search_path_.push_back(builtin);
 
-  for (const std::string& dir : search_path_) {
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec)) {
-      failures_.push_back({dir, "plugin folder does not exist (or is not a folder)"});
+  for (const std::string& dir : search_path_) load_folder(dir);
+  if (Plugin* cpu = find("cpu"); cpu && cpu->device_count > 0) cpu_ = open(*cpu, 0);
+}
+
+void Registry::load_folder(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    failures_.push_back({dir, "plugin folder does not exist (or is not a folder)"});
+    return;
+  }
+  std::vector<fs::path> candidates;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string file = entry.path().filename().string();
+    if (!file.starts_with(KILN_PLUGIN_FILE_PREFIX) || !file.ends_with(KILN_PLUGIN_FILE_SUFFIX))
+      continue;
+    // Only regular files (links to them included): opening a FIFO blocks forever,
+    // and folders or devices are no libraries either.
+    std::error_code type_error;
+    if (!fs::is_regular_file(entry.path(), type_error)) {
+      failures_.push_back({entry.path().string(),
+                           "not a regular file (a FIFO, device, socket or folder): skipped"});
       continue;
     }
-    std::vector<fs::path> candidates;
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      std::string file = entry.path().filename().string();
-      if (!file.starts_with(KILN_PLUGIN_FILE_PREFIX) || !file.ends_with(KILN_PLUGIN_FILE_SUFFIX))
-        continue;
-      // Only regular files (links to them included): opening a FIFO blocks forever,
-      // and folders or devices are no libraries either.
-      std::error_code type_error;
-      if (!fs::is_regular_file(entry.path(), type_error)) {
-        failures_.push_back({entry.path().string(),
-                             "not a regular file (a FIFO, device, socket or folder): skipped"});
-        continue;
-      }
-      candidates.push_back(entry.path());
+    candidates.push_back(entry.path());
+  }
+  if (ec) failures_.push_back({dir, "cannot list folder: " + ec.message()});
+  std::sort(candidates.begin(), candidates.end());
+  for (const fs::path& path : candidates) {
+    // KILN_PLUGINS: a plugin left out is never opened (so it costs nothing at start-up).
+    const std::string name = backend_name_of(path);
+    if (!allowed_.empty() && name != "cpu" &&
+        std::find(allowed_.begin(), allowed_.end(), name) == allowed_.end()) {
+      failures_.push_back({path.string(), concat("not in KILN_PLUGINS=", allowed_text_,
+                                                 ": skipped without opening it")});
+      continue;
     }
-    if (ec) failures_.push_back({dir, "cannot list folder: " + ec.message()});
-    std::sort(candidates.begin(), candidates.end());
-    for (const fs::path& path : candidates) {
-      std::string reason = load_plugin(path);
-      if (!reason.empty()) {
-        failures_.push_back({path.string(), reason});
-        log(KILN_LOG_INFO, "loader", concat("skipped ", path.string(), ": ", reason));
-      }
+    std::string reason = load_plugin(path);
+    if (!reason.empty()) {
+      failures_.push_back({path.string(), reason});
+      log(KILN_LOG_INFO, "loader", concat("skipped ", path.string(), ": ", reason));
     }
   }
-  if (Plugin* cpu = find("cpu"); cpu && cpu->device_count > 0) cpu_ = open(*cpu, 0);
 }
 
 // Loads one candidate; returns why it was rejected, or "" on success.
 std::string Registry::load_plugin(const fs::path& path) {
-  std::string file = path.filename().string();
-  std::string expected_name = file.substr(
-      std::strlen(KILN_PLUGIN_FILE_PREFIX),
-      file.size() - std::strlen(KILN_PLUGIN_FILE_PREFIX) - std::strlen(KILN_PLUGIN_FILE_SUFFIX));
+  const std::string expected_name = backend_name_of(path);
   if (Plugin* existing = find(expected_name))
     return concat("a plugin named '", expected_name, "' is already loaded from ",
                   existing->path, " (earlier folders take precedence)");

@@ -173,6 +173,8 @@ class Registry {
 
  private:
   Registry();
+  /// Loads every candidate of `dir`, recording each rejected one in failures_.
+  void load_folder(const std::string& dir);
   std::string load_plugin(const std::filesystem::path& path);
   Plugin* find(const std::string& name) const;
   DeviceContext* open(Plugin& plugin, int index);
@@ -180,6 +182,8 @@ class Registry {
   // Opened libraries, kept for the life of the process (never unloaded).
   std::vector<std::unique_ptr<boost::dll::shared_library>> libraries_;
   std::vector<std::string> search_path_;
+  std::vector<std::string> allowed_;  ///< KILN_PLUGINS, empty: every plugin
+  std::string allowed_text_;
   std::vector<std::unique_ptr<Plugin>> plugins_;
   std::vector<PluginLoadFailure> failures_;
   std::atomic<DeviceContext*> default_{nullptr};

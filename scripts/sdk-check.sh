@@ -38,9 +38,13 @@ cmake --build "$work/app/build" >/dev/null
 demo=$(env -u KILN_PLUGIN_PATH -u KILN_BACKEND "$work/app/build/demo")
 grep -q "Running on cpu:0" <<<"$demo" || { echo "sdk-check: the application failed" >&2; exit 1; }
 PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --exists kiln
+# Plain c++ with nothing but pkg-config's flags: it compiles, links, and the program
+# finds libkiln through the rpath kiln.pc gives.
 # shellcheck disable=SC2046  # word splitting of the flags is intended
-c++ -std=c++20 -fsyntax-only $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags kiln) \
-  examples/demo.cpp
+c++ -o "$work/demo-pc" examples/demo.cpp \
+  $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs kiln)
+env -u KILN_PLUGIN_PATH -u KILN_BACKEND "$work/demo-pc" | grep -q "Running on cpu:0" ||
+  { echo "sdk-check: the pkg-config build failed" >&2; exit 1; }
 
 step "build examples/plugin-template against the install only"
 cmake -S examples/plugin-template -B "$work/template" -G Ninja -DCMAKE_BUILD_TYPE=Release \

@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
   dataset-fashion-mnist    # the training example's data
   libopenmpi-dev openmpi-bin  # many processes: Kiln::mpi, mpirun (tests run it on loopback)
+  libdlpack-dev            # kiln/dlpack.h: zero-copy exchange with NumPy, PyTorch, CuPy
 )
 
 missing=()

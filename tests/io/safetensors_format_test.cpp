@@ -122,8 +122,8 @@ TEST(SafetensorsFormat, BFloat16AndFloat16AreLittleEndianOnDisk) {
   std::vector<uint16_t> f16 = {0x3c00};   // 1.0
   std::vector<uint16_t> bf16 = {0x3f80};  // 1.0
   save_safetensors(dir / "h.safetensors",
-                   NamedTensors{{"h", from_blob(f16.data(), {1}, float16)},
-                                {"b", from_blob(bf16.data(), {1}, bfloat16)}});
+                   NamedTensors{{"h", copy_from_blob(f16.data(), {1}, float16)},
+                                {"b", copy_from_blob(bf16.data(), {1}, bfloat16)}});
   std::string bytes = read_bytes(dir / "h.safetensors");
   EXPECT_EQ(bytes.substr(bytes.size() - 4), std::string("\x00\x3c\x80\x3f", 4));
   EXPECT_NE(bytes.find(R"("dtype":"F16")"), std::string::npos);

@@ -28,7 +28,7 @@ Tensor patterned(DType dtype) {
                               std::numeric_limits<float>::quiet_NaN(),
                               1e-42f,
                               -3.25e7f};
-      return from_blob(v.data(), {2, 3}, dtype);
+      return copy_from_blob(v.data(), {2, 3}, dtype);
     }
     case DType::Float64: {
       std::vector<double> v = {1.0 / 3,
@@ -37,7 +37,7 @@ Tensor patterned(DType dtype) {
                                std::numeric_limits<double>::quiet_NaN(),
                                5e-324,
                                1e300};
-      return from_blob(v.data(), {2, 3}, dtype);
+      return copy_from_blob(v.data(), {2, 3}, dtype);
     }
     case DType::Float16:     // 1.0, -0, inf, NaN, smallest subnormal, 65504
     case DType::BFloat16: {  // 1.875, -0, inf, NaN, smallest subnormal, a large value
@@ -45,11 +45,11 @@ Tensor patterned(DType dtype) {
           dtype == DType::Float16
               ? std::vector<uint16_t>{0x3c00, 0x8000, 0x7c00, 0x7e00, 0x0001, 0x7bff}
               : std::vector<uint16_t>{0x3ff0, 0x8000, 0x7f80, 0x7fc0, 0x0001, 0x7f7f};
-      return from_blob(v.data(), {2, 3}, dtype);
+      return copy_from_blob(v.data(), {2, 3}, dtype);
     }
     case DType::Int32: {
       std::vector<int32_t> v = {0, -1, 2147483647, -2147483647 - 1, 12345, -6789};
-      return from_blob(v.data(), {2, 3}, dtype);
+      return copy_from_blob(v.data(), {2, 3}, dtype);
     }
     case DType::Int64: {
       std::vector<int64_t> v = {0,
@@ -58,15 +58,15 @@ Tensor patterned(DType dtype) {
                                 std::numeric_limits<int64_t>::min(),
                                 1ll << 40,
                                 -(1ll << 50)};
-      return from_blob(v.data(), {2, 3}, dtype);
+      return copy_from_blob(v.data(), {2, 3}, dtype);
     }
     case DType::UInt8: {
       std::vector<uint8_t> v = {0, 1, 127, 128, 254, 255};
-      return from_blob(v.data(), {2, 3}, dtype);
+      return copy_from_blob(v.data(), {2, 3}, dtype);
     }
     case DType::Bool: {
       std::vector<uint8_t> v = {1, 0, 0, 1, 1, 0};
-      return from_blob(v.data(), {2, 3}, dtype);
+      return copy_from_blob(v.data(), {2, 3}, dtype);
     }
   }
   return {};

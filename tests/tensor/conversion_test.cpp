@@ -179,7 +179,7 @@ TEST(Conversion, ToVectorConvertsAndFollowsTheViewOrder) {
 TEST(Conversion, FromBlobAndCopyToHostMoveRawBytes) {
   // float16 bits: 1.0 = 0x3c00, -2.0 = 0xc000, 65504 = 0x7bff, smallest subnormal = 0x0001.
   const std::vector<uint16_t> bits = {0x3c00, 0xc000, 0x7bff, 0x0001};
-  auto h = from_blob(bits.data(), {2, 2}, float16);
+  auto h = copy_from_blob(bits.data(), {2, 2}, float16);
   EXPECT_EQ(h.dtype(), float16);
   EXPECT_EQ(h.shape(), IntArrayRef({2, 2}));
   EXPECT_EQ(h.to_vector<double>(), (std::vector<double>{1.0, -2.0, 65504.0, 0x1p-24}));
@@ -192,10 +192,10 @@ TEST(Conversion, FromBlobAndCopyToHostMoveRawBytes) {
   EXPECT_EQ(view, back);
   // bfloat16 0x3f80 = 1.0, 0x4049 = 3.140625.
   const std::vector<uint16_t> bf = {0x3f80, 0x4049};
-  EXPECT_EQ(from_blob(bf.data(), {2}, bfloat16).to_vector<double>(),
+  EXPECT_EQ(copy_from_blob(bf.data(), {2}, bfloat16).to_vector<double>(),
             (std::vector<double>{1.0, 3.140625}));
   const std::vector<int64_t> ints = {int64_t{1} << 62, -5};
-  EXPECT_EQ(from_blob(ints.data(), {2}, int64).to_vector<int64_t>(), ints);
+  EXPECT_EQ(copy_from_blob(ints.data(), {2}, int64).to_vector<int64_t>(), ints);
   std::vector<uint16_t> small(3);
   EXPECT_KILN_ERROR(h.copy_to_host(small.data(), small.size() * sizeof(uint16_t)), "copy_to_host");
 }

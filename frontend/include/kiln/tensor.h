@@ -16,6 +16,7 @@
 /// host reads (`item`, `to_vector`, `to("cpu")`, printing) wait for them.
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -89,6 +90,16 @@ class Tensor {
   bool is_contiguous() const;
   /// True when both handles view the same storage (not necessarily the same elements).
   bool shares_storage_with(const Tensor& other) const;
+  /// The address of the first element, for host code reading or writing the memory in
+  /// place (mind strides() for a non-contiguous tensor). Only on devices whose memory
+  /// the host can use (cpu; KILN_DEVICE_FLAG_HOST_ACCESSIBLE) and, for data_ptr<T>,
+  /// when T is the dtype's C++ type (dtype_of<T>); otherwise throws kiln::Error.
+  /// Synchronize the device first if its plugin runs work asynchronously.
+  void* data_ptr() const;
+  template <typename T>
+  T* data_ptr() const {
+    return static_cast<T*>(typed_data_ptr(dtype_of<T>()));
+  }
 
   // -- views (share storage) -----------------------------------------------------
   /// One dimension may be -1 (inferred). Returns a view when the strides allow,
@@ -213,6 +224,7 @@ class Tensor {
   const std::shared_ptr<detail::TensorImpl>& impl() const { return impl_; }
 
  private:
+  void* typed_data_ptr(DType expected) const;
   std::shared_ptr<detail::TensorImpl> impl_;
 };
 
@@ -243,8 +255,27 @@ Tensor from_vector(const std::vector<T>& values, IntArrayRef shape = {},
                    TensorOptions options = {});
 /// A tensor of `dtype` and `shape` holding a copy of the raw row-major bytes at
 /// `data` (numel * element_size bytes, native byte order), on the options' device.
-/// Works for every dtype, float16 and bfloat16 included.
-Tensor from_blob(const void* data, IntArrayRef shape, DType dtype, TensorOptions options = {});
+/// Works for every dtype, float16 and bfloat16 included. `data` may be freed at once.
+Tensor copy_from_blob(const void* data, IntArrayRef shape, DType dtype,
+                      TensorOptions options = {});
+
+/// Called once with the data pointer when the last tensor using memory wrapped by
+/// from_blob is gone (views and autograd's saved tensors included).
+using BlobDeleter = std::function<void(void*)>;
+
+/// Wraps memory without copying, as torch::from_blob: a tensor of the options' dtype
+/// and device whose elements are at data + (i0*strides[0] + i1*strides[1] + ...) *
+/// element_size. The memory must belong to that device (host memory: a device whose
+/// memory the host can use, e.g. cpu; a CUDA pointer: a cuda device) and stay valid
+/// until `deleter` is called (without one, for as long as any tensor uses it). Writes
+/// through the tensor are writes to the memory. Strides are in elements and must not
+/// be negative; without strides the layout is row-major. Throws kiln::Error for a null
+/// pointer with elements, mismatched shape and strides, or negative sizes or strides
+/// (and then never calls the deleter: the memory stays the caller's).
+Tensor from_blob(void* data, IntArrayRef shape, IntArrayRef strides, BlobDeleter deleter,
+                 TensorOptions options = {});
+Tensor from_blob(void* data, IntArrayRef shape, IntArrayRef strides, TensorOptions options = {});
+Tensor from_blob(void* data, IntArrayRef shape, TensorOptions options = {});
 /// A 0-d tensor.
 Tensor scalar_tensor(Scalar value, TensorOptions options = {});
 

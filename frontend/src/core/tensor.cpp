@@ -69,6 +69,19 @@ bool Tensor::shares_storage_with(const Tensor& other) const {
   return defined() && other.defined() && impl_->storage == other.impl_->storage;
 }
 
+void* Tensor::data_ptr() const {
+  const detail::TensorImpl& t = impl_of(*this, "data_ptr");
+  KILN_CHECK(t.device()->host_accessible(), "data_ptr: the memory of ", t.device()->name(),
+             " is not host-accessible; copy the tensor first, e.g. .to(\"cpu\")");
+  return static_cast<char*>(t.storage->data) + t.offset * static_cast<int64_t>(t.itemsize());
+}
+
+void* Tensor::typed_data_ptr(DType expected) const {
+  KILN_CHECK(dtype() == expected, "data_ptr<", dtype_name(expected), ">: the tensor is ",
+             dtype_name(dtype()));
+  return data_ptr();
+}
+
 // -- reshape and view ---------------------------------------------------------------
 
 namespace {

@@ -74,7 +74,7 @@ detail::MnistSplit load_split(const std::filesystem::path& root, bool train,
   TensorOptions where;
   if (options.device()) where.device(*options.device());
   split.inputs =
-      from_blob(pixels.data(), {images.count, 1, images.rows, images.cols}, float32, where);
+      copy_from_blob(pixels.data(), {images.count, 1, images.rows, images.cols}, float32, where);
   split.targets = from_vector(targets, {}, TensorOptions(int64).device(split.inputs.device()));
   return split;
 }

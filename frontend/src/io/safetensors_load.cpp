@@ -279,7 +279,7 @@ SafetensorsFile load_safetensors(const std::filesystem::path& path, std::optiona
                int{*bad}, ", not 0 or 1");
     }
     detail::native_to_little_endian(buffer.data(), bytes, element_size(e.dtype));
-    result.tensors.emplace_back(e.name, from_blob(buffer.data(), e.shape, e.dtype, options));
+    result.tensors.emplace_back(e.name, copy_from_blob(buffer.data(), e.shape, e.dtype, options));
   }
   return result;
 }

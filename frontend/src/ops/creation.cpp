@@ -87,13 +87,54 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions options) 
   return t;
 }
 
-Tensor from_blob(const void* data, IntArrayRef shape, DType dtype, TensorOptions options) {
+Tensor copy_from_blob(const void* data, IntArrayRef shape, DType dtype, TensorOptions options) {
   detail::DeviceContext* device = context_of(options);
   Tensor t = detail::make_tensor(device, shape, dtype);
   size_t bytes = static_cast<size_t>(t.numel()) * t.element_size();
-  KILN_CHECK(data || bytes == 0, "from_blob: data is null");
+  KILN_CHECK(data || bytes == 0, "copy_from_blob: data is null");
   device->copy(KILN_COPY_HOST_TO_DEVICE, t.impl()->storage->data, data, bytes);
   return t;
+}
+
+Tensor from_blob(void* data, IntArrayRef shape, IntArrayRef strides, BlobDeleter deleter,
+                 TensorOptions options) {
+  KILN_CHECK(strides.size() == shape.size(), "from_blob: ", shape.size(), " sizes ", shape,
+             " but ", strides.size(), " strides ", strides);
+  const int64_t numel = detail::checked_numel(shape, "from_blob");
+  // The bytes the view reaches: (sum of (size - 1) * stride) + 1 elements.
+  int64_t last = 0;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    KILN_CHECK(strides[i] >= 0, "from_blob: stride ", strides[i], " of dimension ", i,
+               " is negative (wrap the first element and use flip)");
+    int64_t reach = 0;
+    KILN_CHECK(!__builtin_mul_overflow(shape[i] > 0 ? shape[i] - 1 : 0, strides[i], &reach) &&
+                   !__builtin_add_overflow(last, reach, &last),
+               "from_blob: sizes ", shape, " with strides ", strides, " overflow");
+  }
+  KILN_CHECK(data != nullptr || numel == 0, "from_blob: data is null for ", numel, " elements");
+  detail::DeviceContext* device = context_of(options);
+  const DType dtype = options.dtype();
+  const size_t bytes = numel == 0 ? 0 : static_cast<size_t>(last + 1) * element_size(dtype);
+  auto storage = std::make_shared<detail::Storage>(device, data, bytes, std::move(deleter));
+  auto impl = std::make_shared<detail::TensorImpl>();
+  impl->storage = std::move(storage);
+  impl->shape.assign(shape.begin(), shape.end());
+  impl->strides.assign(strides.begin(), strides.end());
+  impl->numel = numel;
+  impl->dtype = dtype;
+  Tensor t(std::move(impl));
+  if (options.requires_grad()) t.requires_grad_();
+  return t;
+}
+
+Tensor from_blob(void* data, IntArrayRef shape, IntArrayRef strides, TensorOptions options) {
+  return from_blob(data, shape, strides, BlobDeleter{}, std::move(options));
+}
+
+Tensor from_blob(void* data, IntArrayRef shape, TensorOptions options) {
+  const detail::SmallDims strides = detail::contiguous_strides(shape);
+  return from_blob(data, shape, IntArrayRef(strides.data(), strides.size()), BlobDeleter{},
+                   std::move(options));
 }
 
 template <typename T>

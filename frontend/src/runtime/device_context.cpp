@@ -50,7 +50,17 @@ void throw_abi_violation(const char* plugin, std::string_view entry) {
 
 // -- DeviceContext --------------------------------------------------------------------
 
-Storage::~Storage() { device->deallocate(buffer); }
+Storage::~Storage() {
+  if (!external) {
+    device->deallocate(buffer);
+  } else if (release) {
+    try {
+      release(data);
+    } catch (...) {
+      log(KILN_LOG_ERROR, "from_blob", "a deleter threw; the exception is dropped");
+    }
+  }
+}
 
 DeviceContext::DeviceContext(Plugin* plugin, int index, kiln_device* handle)
     : plugin_(plugin),

@@ -234,8 +234,8 @@ void add_reduction_suites(std::vector<OpSuite>& suites) {
   suites.push_back({"kiln.sum", [] { return reduction_cases(reduce_fn(&Tensor::sum), kSumTypes, -2, 2, true, true); }});
   suites.push_back({"kiln.prod", [] { return reduction_cases(reduce_fn(&Tensor::prod), kSumTypes, 0.6, 1.4, true, true); }});
   suites.push_back({"kiln.mean", [] { return reduction_cases(reduce_fn(&Tensor::mean), kFloat, -2, 2, true, true); }});
-  suites.push_back({"kiln.amax", [] { return reduction_cases(reduce_fn(&Tensor::max), kOrderTypes, -3, 3, true, false); }});
-  suites.push_back({"kiln.amin", [] { return reduction_cases(reduce_fn(&Tensor::min), kOrderTypes, -3, 3, true, false); }});
+  suites.push_back({"kiln.amax", [] { return reduction_cases(reduce_fn(&Tensor::amax), kOrderTypes, -3, 3, true, false); }});
+  suites.push_back({"kiln.amin", [] { return reduction_cases(reduce_fn(&Tensor::amin), kOrderTypes, -3, 3, true, false); }});
   suites.push_back({"kiln.argmax", [] { return arg_cases(true); }});
   suites.push_back({"kiln.argmin", [] { return arg_cases(false); }});
   suites.push_back({"kiln.var", var_cases});

@@ -81,7 +81,7 @@ TEST(Gradcheck, Reductions) {
   EXPECT_GRADCHECK([](const Inputs& x) { return x[0].mean({0, 2}); }, input({3, 4, 2}));
   EXPECT_GRADCHECK([](const Inputs& x) { return x[0].var({1}); }, input({3, 4}));
   EXPECT_GRADCHECK([](const Inputs& x) { return x[0].var({}, 0); }, input({3, 4}));
-  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].max({1}); }, spread({3, 4}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].amax({1}); }, spread({3, 4}));
   EXPECT_GRADCHECK([](const Inputs& x) { return x[0].min(); }, spread({3, 4}));
   EXPECT_GRADCHECK([](const Inputs& x) { return x[0].prod({1}); }, input({3, 4}, 0.5, 1.5));
 }

@@ -29,9 +29,9 @@ const std::vector<ReductionCase>& reduction_cases() {
        true},
       {"amax", [](const Tensor& x, IntArrayRef d, bool k) { return amax(x, d, k); }, ref_max, true},
       {"amin", [](const Tensor& x, IntArrayRef d, bool k) { return amin(x, d, k); }, ref_min, true},
-      {"Tensor::max", [](const Tensor& x, IntArrayRef d, bool k) { return x.max(d, k); }, ref_max,
+      {"Tensor::amax", [](const Tensor& x, IntArrayRef d, bool k) { return x.amax(d, k); }, ref_max,
        true},
-      {"Tensor::min", [](const Tensor& x, IntArrayRef d, bool k) { return x.min(d, k); }, ref_min,
+      {"Tensor::amin", [](const Tensor& x, IntArrayRef d, bool k) { return x.amin(d, k); }, ref_min,
        true},
       {"Tensor::sum", [](const Tensor& x, IntArrayRef d, bool k) { return x.sum(d, k); }, ref_sum,
        true},
@@ -257,6 +257,22 @@ TEST_P(Reductions, ZeroDimInputs) {
   EXPECT_TRUE(matches(amax(s), {}, {2.5}));
   EXPECT_TRUE(matches(var(s, {}, 0), {}, {0}));
   EXPECT_EQ(argmax(s).item<int64_t>(), 0);
+}
+
+TEST_P(Reductions, PyTorchSpellings) {
+  // x.sum(1) takes one dim; x.max(dim) gives values and indices; x.max() one value.
+  auto x = make({3, 9, 2, 4, 8, 1}, {2, 3});
+  EXPECT_TRUE(matches(x.sum(1), {2}, {14, 13}));
+  EXPECT_TRUE(matches(x.mean(0), {3}, {3.5, 8.5, 1.5}));
+  EXPECT_TRUE(matches(x.amax(1, true), {2, 1}, {9, 8}));
+  auto [values, indices] = x.max(1);
+  EXPECT_TRUE(matches(values, {2}, {9, 8}));
+  EXPECT_EQ(indices.to_vector<int64_t>(), (std::vector<int64_t>{1, 1}));
+  auto [low, where] = x.min(0, /*keepdim=*/true);
+  EXPECT_TRUE(matches(low, {1, 3}, {3, 8, 1}));
+  EXPECT_EQ(where.to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 1}));
+  EXPECT_TRUE(matches(x.max(), {}, {9}));
+  EXPECT_TRUE(matches(x.min(), {}, {1}));
 }
 
 KILN_INSTANTIATE_FOR_EVERY_DEVICE(Reductions);

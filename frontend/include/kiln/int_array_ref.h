@@ -17,6 +17,9 @@ class IntArrayRef {
  public:
   constexpr IntArrayRef() = default;
   constexpr IntArrayRef(const int64_t* data, size_t size) : data_(data), size_(size) {}
+  /// One value, so that x.sum(1) reads as in PyTorch. Like the list below, it views
+  /// its argument: fine for a call's argument, not for a variable.
+  constexpr IntArrayRef(const int64_t& one) : data_(&one), size_(1) {}  // NOLINT
   /// The list must outlive the view: fine for an argument, not for a variable.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push

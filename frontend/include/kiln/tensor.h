@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kiln/device.h"
@@ -186,9 +187,17 @@ class Tensor {
   Tensor sum(IntArrayRef dims = {}, bool keepdim = false) const;
   Tensor mean(IntArrayRef dims = {}, bool keepdim = false) const;
   Tensor prod(IntArrayRef dims = {}, bool keepdim = false) const;
-  /// Largest / smallest values over `dims` (PyTorch's amax / amin).
-  Tensor max(IntArrayRef dims = {}, bool keepdim = false) const;
-  Tensor min(IntArrayRef dims = {}, bool keepdim = false) const;
+  /// Largest / smallest values over `dims` (every dim when empty), as torch.amax /
+  /// torch.amin.
+  Tensor amax(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor amin(IntArrayRef dims = {}, bool keepdim = false) const;
+  /// The largest / smallest value of the whole tensor (0-d), as torch.max(x).
+  Tensor max() const;
+  Tensor min() const;
+  /// Along `dim`, as torch.max(x, dim): the values and the index of the first
+  /// largest (smallest) one.
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
   /// Index of the first largest value along `dim`, or in the flattened tensor.
   Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;

@@ -205,7 +205,7 @@ class MpiGroup final : public ProcessGroup {
       check_mpi(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(t.numel()),
                               mpi_type(wire), mpi_op, MPI_COMM_WORLD),
                 "MPI_Allreduce");
-      Tensor result = from_blob(buffer.data(), t.shape(), wire, TensorOptions().device(t.device()));
+      Tensor result = copy_from_blob(buffer.data(), t.shape(), wire, TensorOptions().device(t.device()));
       if (op == ReduceOp::Avg) {
         result = is_floating(wire)
                      ? result / static_cast<double>(size_)
@@ -230,7 +230,7 @@ class MpiGroup final : public ProcessGroup {
           "MPI_Bcast");
       if (rank_ != root)
         Tensor(t).copy_(
-            from_blob(buffer.data(), t.shape(), t.dtype(), TensorOptions().device(t.device())));
+            copy_from_blob(buffer.data(), t.shape(), t.dtype(), TensorOptions().device(t.device())));
       give_back(std::move(buffer));
     })->wait();
   }
@@ -250,7 +250,7 @@ class MpiGroup final : public ProcessGroup {
                               static_cast<int>(mine.size()), MPI_BYTE, MPI_COMM_WORLD),
                 "MPI_Allgather");
       Tensor(out).copy_(
-          from_blob(all.data(), out.shape(), out.dtype(), TensorOptions().device(out.device())));
+          copy_from_blob(all.data(), out.shape(), out.dtype(), TensorOptions().device(out.device())));
     })->wait();
   }
 

@@ -203,8 +203,16 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
 Tensor Tensor::sum(IntArrayRef dims, bool keepdim) const { return kiln::sum(*this, dims, keepdim); }
 Tensor Tensor::mean(IntArrayRef dims, bool keepdim) const { return kiln::mean(*this, dims, keepdim); }
 Tensor Tensor::prod(IntArrayRef dims, bool keepdim) const { return kiln::prod(*this, dims, keepdim); }
-Tensor Tensor::max(IntArrayRef dims, bool keepdim) const { return kiln::amax(*this, dims, keepdim); }
-Tensor Tensor::min(IntArrayRef dims, bool keepdim) const { return kiln::amin(*this, dims, keepdim); }
+Tensor Tensor::amax(IntArrayRef dims, bool keepdim) const { return kiln::amax(*this, dims, keepdim); }
+Tensor Tensor::amin(IntArrayRef dims, bool keepdim) const { return kiln::amin(*this, dims, keepdim); }
+Tensor Tensor::max() const { return kiln::amax(*this, {}, false); }
+Tensor Tensor::min() const { return kiln::amin(*this, {}, false); }
+std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
+  return {kiln::amax(*this, {dim}, keepdim), argmax(dim, keepdim)};
+}
+std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const {
+  return {kiln::amin(*this, {dim}, keepdim), argmin(dim, keepdim)};
+}
 Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
   return kiln::argmax(*this, dim, keepdim);
 }

@@ -43,6 +43,8 @@ class Module {
   /// The module's computation for one input. Modules with other signatures define
   /// their own forward and leave this one throwing.
   virtual Tensor forward(const Tensor& input);
+  /// model(x), as in PyTorch: forward(x).
+  Tensor operator()(const Tensor& input) { return forward(input); }
 
   // -- registration (from a derived constructor) --------------------------------------
   /// Registers a parameter (requires grad unless `requires_grad` is false) and

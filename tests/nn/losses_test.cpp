@@ -63,3 +63,35 @@ TEST(Losses, ElementwiseLosses) {
 }
 
 }  // namespace
+
+namespace {
+
+// The loss modules are their functional counterparts with the options bound.
+TEST(LossModules, EqualTheFunctions) {
+  namespace F = kiln::nn::functional;
+  using kiln::nn::Reduction;
+  auto logits = kiln::from_vector<float>({0.5f, -1.0f, 2.0f, 0.1f, 0.2f, -0.3f}, {2, 3});
+  auto classes = kiln::from_vector<int64_t>({2, 0}, {2});
+  auto target = kiln::from_vector<float>({0.0f, 1.0f, 0.5f, 0.2f, 0.9f, 0.0f}, {2, 3});
+  auto same = [](const kiln::Tensor& a, const kiln::Tensor& b) {
+    return a.to_vector<float>() == b.to_vector<float>();
+  };
+  kiln::nn::CrossEntropyLoss ce(kiln::nn::CrossEntropyLossOptions().label_smoothing(0.1));
+  EXPECT_TRUE(same(ce(logits, classes), F::cross_entropy(logits, classes, Reduction::Mean, -100, 0.1)));
+  kiln::nn::NLLLoss nll(kiln::nn::NLLLossOptions().reduction(Reduction::Sum));
+  auto logp = F::log_softmax(logits, 1);
+  EXPECT_TRUE(same(nll(logp, classes), F::nll_loss(logp, classes, Reduction::Sum)));
+  kiln::nn::MSELoss mse(kiln::nn::LossOptions().reduction(Reduction::None));
+  EXPECT_TRUE(same(mse(logits, target), F::mse_loss(logits, target, Reduction::None)));
+  kiln::nn::L1Loss l1;
+  EXPECT_TRUE(same(l1(logits, target), F::l1_loss(logits, target)));
+  kiln::nn::BCEWithLogitsLoss bce;
+  EXPECT_TRUE(same(bce(logits, target), F::binary_cross_entropy_with_logits(logits, target)));
+  EXPECT_TRUE(ce.parameters().empty());
+  EXPECT_EQ(ce.type_name(), "CrossEntropyLoss");
+  auto copy = ce.clone();
+  EXPECT_TRUE(same(dynamic_cast<kiln::nn::CrossEntropyLoss&>(*copy)(logits, classes),
+                   ce(logits, classes)));
+}
+
+}  // namespace

@@ -1,0 +1,128 @@
+#pragma once
+/// @file loss.h
+/// Losses as modules, as torch.nn's: construct once with the options, call with
+/// (input, target).
+///
+///   kiln::nn::CrossEntropyLoss criterion(kiln::nn::CrossEntropyLossOptions().label_smoothing(0.1));
+///   auto loss = criterion(model(x), y);
+///
+/// Each is its functional counterpart (kiln/nn/functional.h) with the options bound.
+
+#include "kiln/nn/functional.h"
+#include "kiln/nn/module.h"
+
+namespace kiln::nn {
+
+
+/// The options every loss has.
+struct LossOptions {
+  LossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  Reduction reduction() const { return reduction_; }
+
+ private:
+  Reduction reduction_ = Reduction::Mean;
+};
+
+/// A loss: a module called with (input, target); it has no parameters.
+class Loss : public Module {
+ public:
+  explicit Loss(std::string name) : Module(std::move(name)) {}
+  virtual Tensor forward(const Tensor& input, const Tensor& target) = 0;
+  Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
+};
+
+class MSELoss : public Loss {
+ public:
+  explicit MSELoss(LossOptions options = {}) : Loss("MSELoss"), options_(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    return functional::mse_loss(input, target, options_.reduction());
+  }
+  std::shared_ptr<Module> clone() const override { return std::make_shared<MSELoss>(options_); }
+
+ private:
+  LossOptions options_;
+};
+
+class L1Loss : public Loss {
+ public:
+  explicit L1Loss(LossOptions options = {}) : Loss("L1Loss"), options_(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    return functional::l1_loss(input, target, options_.reduction());
+  }
+  std::shared_ptr<Module> clone() const override { return std::make_shared<L1Loss>(options_); }
+
+ private:
+  LossOptions options_;
+};
+
+struct NLLLossOptions {
+  NLLLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  NLLLossOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
+  Reduction reduction() const { return reduction_; }
+  int64_t ignore_index() const { return ignore_index_; }
+
+ private:
+  Reduction reduction_ = Reduction::Mean;
+  int64_t ignore_index_ = -100;
+};
+
+/// Input: log-probabilities [N, C]; target: int64 class indices [N].
+class NLLLoss : public Loss {
+ public:
+  explicit NLLLoss(NLLLossOptions options = {}) : Loss("NLLLoss"), options_(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    return functional::nll_loss(input, target, options_.reduction(), options_.ignore_index());
+  }
+  std::shared_ptr<Module> clone() const override { return std::make_shared<NLLLoss>(options_); }
+
+ private:
+  NLLLossOptions options_;
+};
+
+struct CrossEntropyLossOptions {
+  CrossEntropyLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  CrossEntropyLossOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
+  CrossEntropyLossOptions& label_smoothing(double e) { label_smoothing_ = e; return *this; }
+  Reduction reduction() const { return reduction_; }
+  int64_t ignore_index() const { return ignore_index_; }
+  double label_smoothing() const { return label_smoothing_; }
+
+ private:
+  Reduction reduction_ = Reduction::Mean;
+  int64_t ignore_index_ = -100;
+  double label_smoothing_ = 0.0;
+};
+
+/// Input: logits [N, C]; target: int64 class indices [N].
+class CrossEntropyLoss : public Loss {
+ public:
+  explicit CrossEntropyLoss(CrossEntropyLossOptions options = {})
+      : Loss("CrossEntropyLoss"), options_(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    return functional::cross_entropy(input, target, options_.reduction(), options_.ignore_index(),
+                                     options_.label_smoothing());
+  }
+  std::shared_ptr<Module> clone() const override {
+    return std::make_shared<CrossEntropyLoss>(options_);
+  }
+
+ private:
+  CrossEntropyLossOptions options_;
+};
+
+/// Input: logits; target: probabilities in [0, 1] of the same shape.
+class BCEWithLogitsLoss : public Loss {
+ public:
+  explicit BCEWithLogitsLoss(LossOptions options = {}) : Loss("BCEWithLogitsLoss"), options_(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    return functional::binary_cross_entropy_with_logits(input, target, options_.reduction());
+  }
+  std::shared_ptr<Module> clone() const override {
+    return std::make_shared<BCEWithLogitsLoss>(options_);
+  }
+
+ private:
+  LossOptions options_;
+};
+
+}  // namespace kiln::nn

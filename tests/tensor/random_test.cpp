@@ -160,3 +160,27 @@ TEST(Random, NonFloatDTypesAreRefused) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln::test {
+namespace {
+
+TEST(Random, RandintCoversItsHalfOpenRangeUniformly) {
+  manual_seed(11);
+  Tensor k = randint(-3, 4, {7000});
+  EXPECT_EQ(k.dtype(), int64);
+  const std::vector<int64_t> v = k.to_vector<int64_t>();
+  std::vector<int> counts(7, 0);
+  for (int64_t x : v) {
+    ASSERT_GE(x, -3);
+    ASSERT_LT(x, 4);
+    ++counts[static_cast<size_t>(x + 3)];
+  }
+  for (int c : counts) EXPECT_NEAR(c, 1000, 150) << "each value about 1/7 of the draws";
+  EXPECT_EQ(randint(5, {3}, int32).dtype(), int32);
+  EXPECT_KILN_ERROR(randint(2, 2, {3}), "below");
+  manual_seed(11);
+  EXPECT_EQ(randint(-3, 4, {7000}).to_vector<int64_t>(), v) << "seeded like every other draw";
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -31,5 +31,9 @@ Tensor uniform(IntArrayRef shape, double low, double high, TensorOptions options
 /// Normal with mean 0 and standard deviation 1 (float dtypes only).
 Tensor randn(IntArrayRef shape, TensorOptions options = {});
 Tensor normal(IntArrayRef shape, double mean, double std, TensorOptions options = {});
+/// Integers uniform on [low, high), as torch.randint; int64 unless the options name
+/// another dtype. Throws kiln::Error when low >= high.
+Tensor randint(int64_t low, int64_t high, IntArrayRef shape, TensorOptions options = {});
+Tensor randint(int64_t high, IntArrayRef shape, TensorOptions options = {});
 
 }  // namespace kiln

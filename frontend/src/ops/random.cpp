@@ -70,4 +70,19 @@ Tensor normal(IntArrayRef shape, double mean, double std, TensorOptions options)
 }
 Tensor randn(IntArrayRef shape, TensorOptions options) { return normal(shape, 0.0, 1.0, options); }
 
+Tensor randint(int64_t low, int64_t high, IntArrayRef shape, TensorOptions options) {
+  KILN_CHECK(low < high, "randint: low (", low, ") must be below high (", high, ")");
+  const DType dtype = options.has_dtype() ? options.dtype() : DType::Int64;
+  // A float64 uniform on [0, high - low), truncated (the floor, being non-negative),
+  // clamped (rounding may reach the upper end), then shifted by low.
+  const double span = static_cast<double>(high) - static_cast<double>(low);
+  Tensor u = uniform(shape, 0.0, span, TensorOptions(options).dtype(DType::Float64).requires_grad(false));
+  Tensor k = u.to(DType::Int64).clamp(0.0, span - 1.0) + Scalar(low);
+  return dtype == DType::Int64 ? k : k.to(dtype);
+}
+
+Tensor randint(int64_t high, IntArrayRef shape, TensorOptions options) {
+  return randint(0, high, shape, std::move(options));
+}
+
 }  // namespace kiln

@@ -180,6 +180,19 @@ TEST(Optimizers, BadInput) {
   // Malformed indices are kiln::Errors too, not std::invalid_argument escaping.
   EXPECT_THROW(opt.load_state_dict({{"state.x.exp_avg", zeros({1})}}), Error);
   EXPECT_THROW(opt.load_state_dict({{"param_groups..lr", zeros({})}}), Error);
+  // A step count that is no count (a hostile checkpoint): refused, not converted.
+  auto message = [&](const Tensor& step) {
+    try {
+      opt.load_state_dict({{"state.0.step", step}});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  for (double step : {1e30, -1.0, 2.5, std::nan("")})
+    EXPECT_NE(message(full({}, step)).find("step count"), std::string::npos) << step;
+  EXPECT_NE(message(zeros({2})).find("one value"), std::string::npos);
+  opt.load_state_dict({{"state.0.step", full({}, 7.0)}});  // a whole float is fine
 }
 
 TEST(Optimizers, ZeroGradAndParametersWithoutGradients) {

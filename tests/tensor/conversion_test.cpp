@@ -202,3 +202,22 @@ TEST(Conversion, FromBlobAndCopyToHostMoveRawBytes) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln::test {
+namespace {
+
+TEST(Conversion, FloatToIntegerTruncatesAndSaturates) {
+  // NaN and out-of-range values have a defined result on the CPU plugin (as on GPUs),
+  // not C++'s undefined behaviour: a hostile file can hold any float.
+  const double nan = std::nan("");
+  auto x = from_vector<double>({1e30, -1e30, nan, 3.7, -3.7, 0.0});
+  EXPECT_EQ(x.to(int64).to_vector<int64_t>(),
+            (std::vector<int64_t>{INT64_MAX, INT64_MIN, 0, 3, -3, 0}));
+  EXPECT_EQ(x.to(int32).to_vector<int32_t>(),
+            (std::vector<int32_t>{INT32_MAX, INT32_MIN, 0, 3, -3, 0}));
+  EXPECT_EQ(x.to(float32).to(uint8).to_vector<uint8_t>(),
+            (std::vector<uint8_t>{255, 0, 0, 3, 0, 0}));
+}
+
+}  // namespace
+}  // namespace kiln::test

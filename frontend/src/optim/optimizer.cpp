@@ -104,7 +104,10 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
   // Validate everything first, then apply: a bad checkpoint changes nothing.
   std::vector<std::pair<size_t, double>> lrs;
   std::vector<std::tuple<size_t, std::string, Tensor>> tensors;
-  for (const auto& [key, t] : dict) {
+  for (const auto& entry : dict) {
+    // Not a structured binding: clang before 16 cannot capture one in the lambda.
+    const std::string& key = entry.first;
+    const Tensor& t = entry.second;
     auto fail = [&](const std::string& why) {
       KILN_FAIL(name_, "::load_state_dict: key '", key, "': ", why);
     };
@@ -121,7 +124,13 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
       if (i >= params.size())
         fail("the optimizer has " + std::to_string(params.size()) + " parameters");
       std::string name = key.substr(dot + 1);
-      if (name != "step" && t.shape() != params[i].shape()) {
+      if (name == "step") {
+        // A count: one whole, non-negative number (a hostile file may hold 1e30 or NaN).
+        if (t.numel() != 1) fail("the step count must hold one value, not " + std::to_string(t.numel()));
+        const double step = t.to(DType::Float64).item<double>();
+        if (!(step >= 0 && step <= 9.0e15 && step == std::floor(step)))
+          fail("the step count must be a whole number in [0, 9e15], got " + std::to_string(step));
+      } else if (t.shape() != params[i].shape()) {
         std::ostringstream m;
         m << "shape " << t.shape() << " does not match the parameter's " << params[i].shape();
         fail(m.str());

@@ -87,7 +87,9 @@ inline bool is_nan(T v) {
 }
 
 /// Converts one value between storage types with kiln.copy's rules: float→int
-/// truncates toward zero (out of range is undefined, as OPS.md allows), anything→bool
+/// truncates toward zero and saturates (NaN becomes 0, out of range the nearest end:
+/// OPS.md leaves it undefined, but a C++ cast of such a value is undefined behaviour,
+/// which a hostile checkpoint could reach; this is also what GPUs do), anything→bool
 /// is `x != 0`, bool→number is 0/1, and conversions to half types round once to
 /// nearest even (from double directly, not through float).
 template <class To, class From>
@@ -111,6 +113,15 @@ inline To convert(From v) {
     // type can hold without overflowing to inf).
     else
       return To(static_cast<double>(v));
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    if (!(v == v)) return To(0);  // NaN
+    // The ends as From: exact for the bottom (a power of two or 0); the top's
+    // nearest From may round up past the range, so compare with >= against it.
+    constexpr From lo = static_cast<From>(std::numeric_limits<To>::min());
+    constexpr From hi = static_cast<From>(std::numeric_limits<To>::max());
+    if (v <= lo) return std::numeric_limits<To>::min();
+    if (v >= hi) return std::numeric_limits<To>::max();
+    return static_cast<To>(v);
   } else {
     return static_cast<To>(v);
   }

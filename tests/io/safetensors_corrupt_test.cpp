@@ -60,6 +60,22 @@ TEST_F(SafetensorsCorrupt, DeeplyNestedHeaderIsRefusedNotACrash) {
   }
 }
 
+TEST_F(SafetensorsCorrupt, MegabyteNamesAndStringsGiveShortMessages) {
+  // A 1 MB tensor name with a bad dtype, and a 1 MB string left unterminated: the
+  // message quotes at most a few hundred characters of either.
+  const std::string huge(1 << 20, 'n');
+  for (const std::string& header :
+       {R"({")" + huge + R"(":{"dtype":"NOPE","shape":[2],"data_offsets":[0,8]}})",
+        R"({"w":")" + huge}) {
+    write_bytes(dir_ / "huge.safetensors", safetensors_bytes(header, std::string(8, '\0')));
+    const std::string message =
+        kiln_error_message([&] { load_safetensors(dir_ / "huge.safetensors"); });
+    EXPECT_FALSE(message.empty());
+    EXPECT_LT(message.size(), 1000u) << message.substr(0, 200);
+    EXPECT_NE(message.find("more characters"), std::string::npos) << message.substr(0, 200);
+  }
+}
+
 TEST_F(SafetensorsCorrupt, ShorterThanTheLengthPrefix) {
   expect_refused("", {"0 bytes", "8-byte"});
   expect_refused(std::string(7, '\0'), {"7 bytes", "8-byte"});

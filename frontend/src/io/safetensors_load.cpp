@@ -28,10 +28,16 @@ using Json = nlohmann::ordered_json;  // keeps the header's order for ties
 // The reference implementation's limit: a longer header is a corrupt length field.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
+// The message is cut to a readable length: a hostile file's tensor names and strings
+// (which the details may quote, as nlohmann's parse errors do) can be megabytes long.
 template <typename... Args>
 [[noreturn]] void refuse(const std::filesystem::path& path, Args&&... args) {
-  throw Error(kiln::detail::concat("load_safetensors: '", path.string(),
-                                   "': ", std::forward<Args>(args)...));
+  constexpr size_t kMaxDetail = 600;
+  std::string detail = kiln::detail::concat(std::forward<Args>(args)...);
+  if (detail.size() > kMaxDetail)
+    detail = kiln::detail::concat(detail.substr(0, kMaxDetail), "... (",
+                                  detail.size() - kMaxDetail, " more characters)");
+  throw Error(kiln::detail::concat("load_safetensors: '", path.string(), "': ", detail));
 }
 
 std::string excerpt(const Json& value) {

@@ -274,7 +274,7 @@ int64_t DataLoader::size() const {
   int64_t n = dataset_->size();
   if (options_.num_replicas() > 1 && n > 0) n = shard_size(n, options_.num_replicas(), false);
   const int64_t b = options_.batch_size();
-  return options_.drop_last() ? n / b : (n + b - 1) / b;
+  return options_.drop_last() ? n / b : n / b + (n % b != 0);  // no n + b - 1 to overflow
 }
 
 std::vector<int64_t> DataLoader::sample_order(int64_t epoch) const {

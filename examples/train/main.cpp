@@ -24,7 +24,6 @@
 #include <kiln/data/mnist.h>
 #include <kiln/data/transforms.h>
 #include <kiln/io/atomic_file.h>
-#include <kiln/io/safetensors.h>
 #include <kiln/kiln.h>
 #include <kiln/nn.h>
 #include <kiln/optim/adam.h>
@@ -36,12 +35,16 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #if KILN_TRAIN_HAS_MPI
 #include <kiln/distributed/mpi.h>
 #endif
 
+#include "args.h"
+#include "checkpoint.h"
+#include "cli_checks.h"
 #include "models.h"
 #include "progress.h"
 
@@ -50,28 +53,8 @@ namespace {
 namespace F = kiln::nn::functional;
 using json = nlohmann::json;
 
-struct Args {
-  std::string model = "cnn";
-  std::string optimizer = "adam";
-  std::string schedule = "cosine";
-  std::string device;
-  std::string devices;
-  std::string data;
-  std::string checkpoint;
-  std::string metrics_json;
-  int64_t epochs = 8;
-  int64_t batch_size = 64;
-  int64_t limit_batches = 0;
-  int64_t stop_after = 0;
-  double lr = 1e-3;
-  double weight_decay = -1;
-  double dropout = 0.25;
-  double label_smoothing = 0;
-  uint64_t seed = 0;
-  bool resume = false;
-  bool no_batch_norm = false;
-  bool no_augment = false;
-};
+using kiln::train::Args;
+using kiln::train::History;
 
 // Fashion-MNIST's pixel mean and standard deviation (training set).
 constexpr double kMean = 0.2860, kStd = 0.3530;
@@ -127,112 +110,6 @@ double evaluate(kiln::nn::Module& model, kiln::data::DataLoader& loader) {
   }
   model.train();
   return total ? static_cast<double>(correct) / static_cast<double>(total) : 0.0;
-}
-
-struct History {
-  std::vector<double> train_loss, test_accuracy, seconds;
-  json to_json() const {
-    return {{"train_loss", train_loss}, {"test_accuracy", test_accuracy}, {"seconds", seconds}};
-  }
-  static History from_json(const json& j) {
-    History h;
-    h.train_loss = j.at("train_loss").get<std::vector<double>>();
-    h.test_accuracy = j.at("test_accuracy").get<std::vector<double>>();
-    h.seconds = j.at("seconds").get<std::vector<double>>();
-    return h;
-  }
-};
-
-// The options that must match for --resume to continue the same run.
-json run_identity(const Args& a) {
-  return {{"model", a.model},         {"optimizer", a.optimizer}, {"schedule", a.schedule},
-          {"epochs", a.epochs},       {"batch_size", a.batch_size}, {"lr", a.lr},
-          {"weight_decay", a.weight_decay}, {"dropout", a.dropout},
-          {"label_smoothing", a.label_smoothing}, {"seed", a.seed},
-          {"batch_norm", !a.no_batch_norm}, {"augment", !a.no_augment},
-          {"limit_batches", a.limit_batches}};
-}
-
-void save_checkpoint(const Args& a, kiln::nn::Module& model, kiln::optim::Optimizer& opt,
-                     const kiln::optim::LRScheduler* schedule, int64_t epochs_done,
-                     const History& history) {
-  kiln::io::NamedTensors tensors;
-  for (auto& [n, t] : model.state_dict()) tensors.emplace_back("model." + n, t);
-  for (auto& [n, t] : opt.state_dict()) tensors.emplace_back("optimizer." + n, t);
-  kiln::GeneratorState g = kiln::generator_state();
-  kiln::io::Metadata meta{
-      {"format", "kiln-train checkpoint v1"},
-      {"epochs_done", std::to_string(epochs_done)},
-      {"generator_seed", std::to_string(g.seed)},
-      {"generator_offset", std::to_string(g.offset)},
-      {"schedule_step", std::to_string(schedule ? schedule->last_step() : 0)},
-      {"run", run_identity(a).dump()},
-      {"history", history.to_json().dump()}};
-  kiln::io::save_safetensors(a.checkpoint, tensors, meta);
-}
-
-int64_t restore(const Args& a, const kiln::io::SafetensorsFile& file, kiln::nn::Module& model,
-                kiln::optim::Optimizer& opt, kiln::optim::LRScheduler* schedule, History& history);
-
-// Parses JSON that kiln-train wrote into a checkpoint's metadata. A file may be
-// hostile: nesting beyond what kiln-train writes is refused while parsing, before a
-// deep tree exists that building, printing or freeing would recurse through.
-json parse_metadata_json(const Args& a, const std::string& key, const std::string& text) {
-  struct TooDeep {};
-  try {
-    return json::parse(text, [](int depth, json::parse_event_t, json&) {
-      if (depth > 16) throw TooDeep{};
-      return true;
-    });
-  } catch (const TooDeep&) {
-    KILN_FAIL("--resume: ", a.checkpoint, ": its '", key,
-              "' metadata nests deeper than 16 levels; it is not a kiln-train checkpoint");
-  }
-}
-
-// At most `limit` characters of `value` printed, for messages about untrusted input.
-std::string excerpt(const json& value, size_t limit = 200) {
-  std::string text = value.dump();
-  return text.size() > limit ? text.substr(0, limit) + "..." : text;
-}
-
-// Restores a checkpoint; returns the number of epochs it had completed. Malformed
-// metadata (numbers, JSON) is reported as a kiln::Error naming the file.
-int64_t load_checkpoint(const Args& a, kiln::nn::Module& model, kiln::optim::Optimizer& opt,
-                        kiln::optim::LRScheduler* schedule, History& history) {
-  auto file = kiln::io::load_safetensors(a.checkpoint);
-  try {
-    return restore(a, file, model, opt, schedule, history);
-  } catch (const kiln::Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    KILN_FAIL("--resume: ", a.checkpoint, " has malformed kiln-train metadata (", e.what(), ")");
-  }
-}
-
-int64_t restore(const Args& a, const kiln::io::SafetensorsFile& file, kiln::nn::Module& model,
-                kiln::optim::Optimizer& opt, kiln::optim::LRScheduler* schedule, History& history) {
-  auto meta = [&](const std::string& key) {
-    auto it = file.metadata.find(key);
-    KILN_CHECK(it != file.metadata.end(), "--resume: ", a.checkpoint,
-               " is not a kiln-train checkpoint (no '", key, "' in its metadata)");
-    return it->second;
-  };
-  json saved = parse_metadata_json(a, "run", meta("run"));
-  KILN_CHECK(saved == run_identity(a), "--resume: ", a.checkpoint,
-             " was written by a run with other options; it has ", excerpt(saved),
-             " but this run has ", run_identity(a).dump());
-  kiln::nn::StateDict model_state, opt_state;
-  for (auto& [n, t] : file.tensors) {
-    if (n.rfind("model.", 0) == 0) model_state.emplace_back(n.substr(6), t);
-    else if (n.rfind("optimizer.", 0) == 0) opt_state.emplace_back(n.substr(10), t);
-  }
-  model.load_state_dict(model_state);
-  opt.load_state_dict(opt_state);
-  if (schedule) schedule->set_step(std::stoll(meta("schedule_step")));
-  kiln::set_generator_state({std::stoull(meta("generator_seed")), std::stoull(meta("generator_offset"))});
-  history = History::from_json(parse_metadata_json(a, "history", meta("history")));
-  return std::stoll(meta("epochs_done"));
 }
 
 // "cpu:0,cpu:1" -> devices; errors name the argument.
@@ -309,7 +186,10 @@ int run(const Args& a) {
   auto test_set = std::make_shared<kiln::data::FashionMNIST>(root, false, data_options);
   KILN_CHECK(train_set->size() > 0, "--data ", root.string(), ": the training set has no images");
 
-  auto train_options = kiln::data::DataLoaderOptions().batch_size(a.batch_size).shuffle(true)
+  // A batch never holds more than the whole set; the clamp keeps the batch arithmetic
+  // (batches per epoch, samples per second) far from overflow for a huge --batch-size.
+  const int64_t batch_size = std::min(a.batch_size, train_set->size());
+  auto train_options = kiln::data::DataLoaderOptions().batch_size(batch_size).shuffle(true)
                            .seed(a.seed).device(device);
   if (group) train_options.distributed(group->size(), group->rank());
   if (a.model == "cnn" && !a.no_augment)
@@ -329,7 +209,7 @@ int run(const Args& a) {
   int64_t start_epoch = 0;
   if (a.resume) {
     if (std::filesystem::exists(a.checkpoint)) {
-      start_epoch = load_checkpoint(a, *model, *optimizer, schedule.get(), history);
+      start_epoch = kiln::train::load_checkpoint(a, *model, *optimizer, schedule.get(), history);
       std::cout << "resumed from " << a.checkpoint << " after epoch " << start_epoch << "\n";
     } else {
       std::cout << "no checkpoint at " << a.checkpoint << " yet: starting from scratch\n";
@@ -348,7 +228,7 @@ int run(const Args& a) {
   for (int64_t epoch = start_epoch; epoch < a.epochs; ++epoch) {
     train_loader.set_epoch(epoch);
     model->train();
-    kiln::train::Progress progress(epoch + 1, a.epochs, batches, a.batch_size, main_rank);
+    kiln::train::Progress progress(epoch + 1, a.epochs, batches, batch_size, main_rank);
     double loss_sum = 0;
     int64_t done = 0;
     for (auto& batch : train_loader) {
@@ -372,7 +252,7 @@ int run(const Args& a) {
     if (group) {
       // The mean loss over ranks, and every rank's samples per second.
       kiln::Tensor shared = kiln::from_vector<double>(
-          {train_loss, static_cast<double>(done * a.batch_size) / std::max(train_seconds, 1e-9)}, {2});
+          {train_loss, static_cast<double>(done * batch_size) / std::max(train_seconds, 1e-9)}, {2});
       kiln::Tensor all = kiln::zeros({2 * ranks}, kiln::TensorOptions().dtype(kiln::DType::Float64));
       group->all_gather(shared, all);
       const std::vector<double> v = all.to_vector<double>();
@@ -396,7 +276,7 @@ int run(const Args& a) {
     history.test_accuracy.push_back(accuracy);
     history.seconds.push_back(seconds);
     if (!a.checkpoint.empty() && main_rank)
-      save_checkpoint(a, *model, *optimizer, schedule.get(), epoch + 1, history);
+      kiln::train::save_checkpoint(a, *model, *optimizer, schedule.get(), epoch + 1, history);
     if (a.stop_after > 0 && epoch + 1 == a.stop_after) {
       std::cout << "stopping after epoch " << a.stop_after << " (--stop-after)\n";
       return 0;
@@ -418,7 +298,7 @@ int run(const Args& a) {
         {"test_accuracy", history.test_accuracy.empty() ? 0.0 : history.test_accuracy.back()},
         {"seconds_per_epoch", per_epoch},
         {"samples_per_second",
-         per_epoch > 0 ? static_cast<double>(ranks * batches * a.batch_size) / per_epoch : 0.0},
+         per_epoch > 0 ? static_cast<double>(ranks * batches * batch_size) / per_epoch : 0.0},
         {"ranks", ranks},
         {"devices", devices.size() > 1 ? a.devices : device.str()},
         {"history", history.to_json()}};
@@ -435,31 +315,57 @@ int run(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  using kiln::train::integer_in;
+  using kiln::train::non_negative_number;
+  using kiln::train::number_in;
+  using kiln::train::positive_number;
+  auto non_empty = [](const std::string& v) {
+    return v.empty() ? std::string("the path is empty") : std::string();
+  };
   Args a;
   CLI::App app{"Train a classifier on Fashion-MNIST with Kiln, on any backend."};
   app.add_option("--model", a.model, "cnn or mlp")->capture_default_str();
-  app.add_option("--epochs", a.epochs, "passes over the training set")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", a.batch_size)->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--lr", a.lr, "learning rate")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--optimizer", a.optimizer, "adam, adamw, sgd (momentum 0.9) or rmsprop")->capture_default_str();
-  app.add_option("--schedule", a.schedule, "learning-rate schedule per step: cosine, onecycle, step or none")->capture_default_str();
-  app.add_option("--weight-decay", a.weight_decay, "default: the optimizer's own (0, AdamW 0.01)")->check(CLI::NonNegativeNumber);
-  app.add_option("--dropout", a.dropout, "dropout before the last layer")->capture_default_str()->check(CLI::Range(0.0, 0.99));
-  app.add_option("--label-smoothing", a.label_smoothing)->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  app.add_option("--epochs", a.epochs, "passes over the training set")
+      ->capture_default_str()
+      ->check(integer_in(1));
+  app.add_option("--batch-size", a.batch_size)->capture_default_str()->check(integer_in(1));
+  app.add_option("--lr", a.lr, "learning rate")->capture_default_str()->check(positive_number());
+  app.add_option("--optimizer", a.optimizer, "adam, adamw, sgd (momentum 0.9) or rmsprop")
+      ->capture_default_str();
+  app.add_option("--schedule", a.schedule,
+                 "learning-rate schedule per step: cosine, onecycle, step or none")
+      ->capture_default_str();
+  app.add_option("--weight-decay", a.weight_decay, "default: the optimizer's own (0, AdamW 0.01)")
+      ->check(non_negative_number());
+  app.add_option("--dropout", a.dropout, "dropout before the last layer")
+      ->capture_default_str()
+      ->check(number_in(0.0, 0.99));
+  app.add_option("--label-smoothing", a.label_smoothing)
+      ->capture_default_str()
+      ->check(number_in(0.0, 1.0));
   app.add_flag("--no-batch-norm", a.no_batch_norm, "CNN without BatchNorm");
   app.add_flag("--no-augment", a.no_augment, "no random horizontal flips (CNN)");
   app.add_option("--device", a.device, "e.g. cpu, cuda:0 (default: KILN_BACKEND, else cpu)");
-  app.add_option("--devices", a.devices, "train on several devices of this process with "
-                 "nn::DataParallel, e.g. cpu:0,cpu:1 (the batch is split across them)");
-  app.add_option("--seed", a.seed)->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--data", a.data, "folder with the Fashion-MNIST .gz files (default: /usr/share/datasets/fashion-mnist)");
+  app.add_option("--devices", a.devices,
+                 "train on several devices of this process with nn::DataParallel, e.g. "
+                 "cpu:0,cpu:1 (the batch is split across them)");
+  app.add_option("--seed", a.seed)
+      ->capture_default_str()
+      ->check(integer_in(0, std::numeric_limits<uint64_t>::max()));
+  app.add_option("--data", a.data,
+                 "folder with the Fashion-MNIST .gz files (default: "
+                 "/usr/share/datasets/fashion-mnist)");
   app.add_option("--checkpoint", a.checkpoint, "safetensors file written after every epoch")
-      ->check([](const std::string& v) { return v.empty() ? std::string("the path is empty") : std::string(); });
+      ->check(non_empty);
   app.add_flag("--resume", a.resume, "continue from --checkpoint if it exists");
   app.add_option("--metrics-json", a.metrics_json, "write a summary of the run here")
-      ->check([](const std::string& v) { return v.empty() ? std::string("the path is empty") : std::string(); });
-  app.add_option("--limit-batches", a.limit_batches, "stop each epoch after this many batches (quick runs)")->check(CLI::NonNegativeNumber);
-  app.add_option("--stop-after", a.stop_after, "end the run after this epoch, as if interrupted (to try --resume)")->check(CLI::NonNegativeNumber);
+      ->check(non_empty);
+  app.add_option("--limit-batches", a.limit_batches,
+                 "stop each epoch after this many batches (quick runs)")
+      ->check(integer_in(0));
+  app.add_option("--stop-after", a.stop_after,
+                 "end the run after this epoch, as if interrupted (to try --resume)")
+      ->check(integer_in(0));
   CLI11_PARSE(app, argc, argv);
   if (a.resume && a.checkpoint.empty()) {
     std::cerr << "kiln-train: --resume needs --checkpoint FILE\n";

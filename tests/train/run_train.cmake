@@ -1,5 +1,6 @@
 # Runs kiln-train with ARGS (a ;-list) and checks the outcome.
 #   -DPROGRAM=path -DARGS="..." -DEXPECT=success|failure [-DMATCH=regex]
+#   [-DNOMATCH=regex] [-DMAX_CHARS=n] (the whole output must be at most n characters)
 separate_arguments(args UNIX_COMMAND "${ARGS}")
 execute_process(COMMAND ${PROGRAM} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}${err}")
@@ -14,4 +15,11 @@ if(EXPECT STREQUAL "failure" AND rc MATCHES "[Ss]egmentation|[Aa]bort")
 endif()
 if(DEFINED MATCH AND NOT "${out}${err}" MATCHES "${MATCH}")
   message(FATAL_ERROR "output does not match '${MATCH}'")
+endif()
+if(DEFINED NOMATCH AND "${out}${err}" MATCHES "${NOMATCH}")
+  message(FATAL_ERROR "output matches '${NOMATCH}', which it must not")
+endif()
+string(LENGTH "${out}${err}" length)
+if(DEFINED MAX_CHARS AND length GREATER MAX_CHARS)
+  message(FATAL_ERROR "the output is ${length} characters, more than ${MAX_CHARS}")
 endif()

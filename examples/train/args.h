@@ -18,6 +18,8 @@ struct Args {
   std::string data;
   std::string checkpoint;
   std::string metrics_json;
+  std::string profile;  // --profile FILE.json
+  int64_t profile_steps = 20;
   int64_t epochs = 8;
   int64_t batch_size = 64;
   int64_t limit_batches = 0;

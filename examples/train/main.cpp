@@ -46,6 +46,7 @@
 #include "checkpoint.h"
 #include "cli_checks.h"
 #include "models.h"
+#include "profile_steps.h"
 #include "progress.h"
 
 namespace {
@@ -148,6 +149,7 @@ void check_writable(const char* argument, const std::string& path) {
 int run(const Args& a) {
   if (!a.metrics_json.empty()) check_writable("--metrics-json", a.metrics_json);
   if (!a.checkpoint.empty()) check_writable("--checkpoint", a.checkpoint);
+  if (!a.profile.empty()) check_writable("--profile", a.profile);
   auto group = process_group();
   const bool main_rank = !group || group->is_main();
   const int ranks = group ? group->size() : 1;
@@ -225,6 +227,7 @@ int run(const Args& a) {
               << " epochs on " << where << " (" << train_set->size() << " training / "
               << test_set->size() << " test images)\n";
 
+  kiln::train::StepProfiler step_profiler(main_rank ? a.profile : std::string(), a.profile_steps);
   for (int64_t epoch = start_epoch; epoch < a.epochs; ++epoch) {
     train_loader.set_epoch(epoch);
     model->train();
@@ -233,6 +236,7 @@ int run(const Args& a) {
     int64_t done = 0;
     for (auto& batch : train_loader) {
       if (done == batches) break;
+      step_profiler.begin_step();
       optimizer->zero_grad();
       kiln::Tensor loss = F::cross_entropy(net->forward(batch.input), batch.target,
                                            kiln::nn::Reduction::Mean, -100, a.label_smoothing);
@@ -243,6 +247,7 @@ int run(const Args& a) {
                  "); try a smaller --lr");
       optimizer->step();
       if (schedule) schedule->step();
+      step_profiler.end_step();
       loss_sum += value;
       progress.update(++done, value);
     }
@@ -283,6 +288,7 @@ int run(const Args& a) {
     }
   }
 
+  step_profiler.finish();
   if (!a.metrics_json.empty() && main_rank) {
     double total_seconds = 0;
     for (double s : history.seconds) total_seconds += s;
@@ -360,6 +366,13 @@ int main(int argc, char** argv) {
   app.add_flag("--resume", a.resume, "continue from --checkpoint if it exists");
   app.add_option("--metrics-json", a.metrics_json, "write a summary of the run here")
       ->check(non_empty);
+  app.add_option("--profile", a.profile,
+                 "profile --profile-steps steps after 5 warm-up steps: write a Chrome trace "
+                 "here and print the top-10 ops")
+      ->check(non_empty);
+  app.add_option("--profile-steps", a.profile_steps, "steps to profile")
+      ->capture_default_str()
+      ->check(integer_in(1));
   app.add_option("--limit-batches", a.limit_batches,
                  "stop each epoch after this many batches (quick runs)")
       ->check(integer_in(0));

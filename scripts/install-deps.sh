@@ -12,6 +12,7 @@ packages=(
   dataset-fashion-mnist    # the training example's data
   libopenmpi-dev openmpi-bin  # many processes: Kiln::mpi, mpirun (tests run it on loopback)
   libdlpack-dev            # kiln/dlpack.h: zero-copy exchange with NumPy, PyTorch, CuPy
+  clang-14 libclang-rt-14-dev  # the libFuzzer targets (tests/fuzz, scripts/fuzz.sh)
 )
 
 missing=()

@@ -43,3 +43,8 @@ cmake --build build-tsan --parallel "$jobs" --target kiln_cpu kiln_runtime_test 
   kiln_distributed_tests kiln_cpu_plugin_tests kiln_cpu_collectives_tests
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir build-tsan --label-regex threads --output-on-failure --parallel "$jobs"
+
+# libFuzzer, with clang: the safetensors loader, the IDX reader, kiln-train's checkpoint
+# restore and the loader's plugin-table checks, each for KILN_FUZZ_SECONDS (45 s by
+# default), from seeds the build generates; any crash or sanitizer report fails.
+scripts/fuzz.sh

@@ -244,7 +244,8 @@ bool kernel_supports(const KernelSlot& slot, const kiln_op_args& args, DeviceCon
 }
 
 
-void dispatch_unprofiled(OpId op, std::span<const TensorImpl* const> inputs,
+// Inlined into dispatch() (the hot path); profiled_dispatch calls the out-of-line copy.
+[[gnu::always_inline]] inline void dispatch_unprofiled(OpId op, std::span<const TensorImpl* const> inputs,
                          std::span<const TensorImpl* const> outputs,
                          std::span<const kiln_attr> attrs) {
   KILN_CHECK(inputs.size() <= kMaxOperands && outputs.size() <= kMaxOperands, op_name(op),

@@ -1,7 +1,7 @@
 // kill -9 during saves, at random moments: the checkpoint on disk is always a whole
 // save (never torn), and temporary files of killed writers do not pile up: each save
-// removes those of dead processes, so at most the last victim's remains, and a save
-// made after the kills leaves none.
+// removes those of dead processes before making its own, so at most the last victim's
+// remains, and a save made after the kills leaves none.
 #include <kiln/io/safetensors.h>
 #include <signal.h>
 #include <spawn.h>

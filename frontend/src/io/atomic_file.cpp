@@ -52,6 +52,9 @@ AtomicFileWriter::AtomicFileWriter(std::filesystem::path target) : target_(std::
   KILN_CHECK(!target_.empty() && target_.has_filename(), "cannot save to '", target_.string(),
              "': the path names no file");
   static std::atomic<uint64_t> counter{0};
+  // Before making ours: a writer killed between the two steps then leaves only its
+  // own temporary behind, never the previous victim's too.
+  remove_stale_temporaries(target_);
   // O_EXCL with a name unique to this process and call; mode 0666 lets the umask
   // decide the permissions, as for any file the program creates.
   for (int attempt = 0; attempt < 100; ++attempt) {
@@ -67,7 +70,6 @@ AtomicFileWriter::AtomicFileWriter(std::filesystem::path target) : target_(std::
     if (fd >= 0) {
       fd_ = fd;
       temporary_ = std::move(candidate);
-      remove_stale_temporaries(target_);
       return;
     }
     if (errno != EEXIST)

@@ -1,4 +1,4 @@
-# cmake -DBUILD_DIR=<build> -DSOURCE_DIR=<source> -DWORK=<scratch folder> -P check_install.cmake
+# cmake -DBUILD_DIR=<build> -DSOURCE_DIR=<source> -DWORK=<scratch folder> [-DWITH_BENCH=ON] -P check_install.cmake
 file(REMOVE_RECURSE "${WORK}")
 set(first "${WORK}/first")
 set(moved "${WORK}/moved-elsewhere")
@@ -9,7 +9,11 @@ if(NOT rc EQUAL 0)
 endif()
 file(RENAME "${first}" "${moved}")
 
-foreach(required bin/kiln-info bin/kiln-train bin/kiln-conformance lib/libkiln.so
+set(bench_program)
+if(WITH_BENCH)
+  set(bench_program bin/kiln-bench)
+endif()
+foreach(required bin/kiln-info ${bench_program} bin/kiln-train bin/kiln-conformance lib/libkiln.so
                  lib/kiln/plugins/libkiln_cpu.so include/kiln/kiln.h include/kiln/c_api.h
                  include/kiln/sdk/plugin.h include/kiln/sdk/kernel_table.h
                  lib/cmake/Kiln/KilnConfig.cmake lib/cmake/Kiln/KilnTargets.cmake
@@ -43,6 +47,17 @@ if(NOT rc EQUAL 0)
 endif()
 if(NOT out MATCHES "cpu [^\n]*${moved}/lib/kiln/plugins/libkiln_cpu.so")
   message(FATAL_ERROR "kiln-info did not load the CPU plugin from the moved prefix")
+endif()
+
+# The installed kiln-bench runs `compare` from the moved prefix too.
+if(WITH_BENCH)
+  execute_process(COMMAND env -u KILN_PLUGIN_PATH -u KILN_BACKEND -u KILN_PLUGINS
+                          "${moved}/bin/kiln-bench" compare --size tiny --devices cpu:0
+                          --workloads gemm --repetitions 1 --warmup 1 --min-time 0
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "\ngemm +cpu:0 ")
+    message(FATAL_ERROR "kiln-bench compare from the moved prefix failed (${rc}):\n${out}${err}")
+  endif()
 endif()
 
 # pkg-config answers with the moved prefix.

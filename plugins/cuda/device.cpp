@@ -7,6 +7,7 @@
 #include "kernels/registry.h"
 #include "kiln/sdk/status.h"
 #include "staging.h"
+#include "toolkit_libraries.h"
 
 namespace kiln::cuda {
 
@@ -191,6 +192,7 @@ Device::Counters Device::counters() const noexcept {
 
 // -- library handles -----------------------------------------------------------------------
 //
+// The libraries themselves are opened by the first handle made (toolkit_libraries.h).
 // One handle per (thread, device), created on first use and kept for the thread's
 // life: a handle carries a stream, so two threads sharing one would race on it.
 // They are not destroyed at thread exit: that may run after the CUDA runtime has
@@ -214,6 +216,7 @@ thread_local std::vector<cudnnHandle_t> cudnn_handles;
 cublasHandle_t Device::cublas_handle() {
   cublasHandle_t& handle = slot_for(cublas_handles, index_);
   if (handle == nullptr) {
+    require_library(ToolkitLibrary::Cublas);
     make_current();
     check(cublasCreate(&handle), "cublasCreate");
   }
@@ -223,6 +226,7 @@ cublasHandle_t Device::cublas_handle() {
 cublasLtHandle_t Device::cublaslt_handle() {
   cublasLtHandle_t& handle = slot_for(cublaslt_handles, index_);
   if (handle == nullptr) {
+    require_library(ToolkitLibrary::CublasLt);
     make_current();
     check(cublasLtCreate(&handle), "cublasLtCreate");
   }
@@ -232,6 +236,7 @@ cublasLtHandle_t Device::cublaslt_handle() {
 cudnnHandle_t Device::cudnn_handle() {
   cudnnHandle_t& handle = slot_for(cudnn_handles, index_);
   if (handle == nullptr) {
+    require_library(ToolkitLibrary::Cudnn);
     make_current();
     check(cudnnCreate(&handle), "cudnnCreate");
   }

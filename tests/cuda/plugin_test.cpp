@@ -2,6 +2,8 @@
 // GPU they check that the plugin still loads, says why it has no device, and fails
 // cleanly when asked for one.
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "cuda_test_util.h"
 #include "support/kiln_test.h"
@@ -33,6 +35,35 @@ TEST(CudaPlugin, LoadsAndExplainsItsDevices) {
     EXPECT_GT(d.multiprocessor_count, 0) << d.name;
     EXPECT_GT(d.total_memory_bytes, uint64_t{1} << 30) << d.name;
   }
+}
+
+// Whether a shared object whose file name contains `name` is mapped into this process.
+bool mapped(const std::string& name) {
+  std::ifstream maps("/proc/self/maps");
+  std::stringstream text;
+  text << maps.rdbuf();
+  return text.str().find("/" + name) != std::string::npos;
+}
+
+// cuBLAS, cuBLASLt and cuDNN are not linked into the plugin: a process that loads it
+// without using a GPU never maps them (they cost ~0.1 s and ~200 MB when they were);
+// the first matmul and convolution on a device open them.
+TEST(CudaPlugin, OpensCublasAndCudnnOnlyWhenADeviceNeedsThem) {
+  const CudaPluginInfo p = cuda_plugin();
+  ASSERT_TRUE(p.found) << why_no_cuda();
+  if (!why_no_cuda().empty()) {
+    EXPECT_KILN_ERROR(ones({2, 2}, TensorOptions().device(kCuda0)), "cuda:0");
+    EXPECT_FALSE(mapped("libcublas")) << "loading the plugin opened cuBLAS";
+    EXPECT_FALSE(mapped("libcudnn")) << "loading the plugin opened cuDNN";
+    return;
+  }
+  const TensorOptions on_gpu = TensorOptions().device(kCuda0);
+  const Tensor a = ones({64, 64}, on_gpu);
+  EXPECT_DOUBLE_EQ(a.matmul(a).sum().item<double>(), 64.0 * 64 * 64);
+  EXPECT_TRUE(mapped("libcublas"));
+  const Tensor x = ones({1, 1, 4, 4}, on_gpu), w = ones({1, 1, 3, 3}, on_gpu);
+  EXPECT_DOUBLE_EQ(nn::functional::conv2d(x, w).sum().item<double>(), 9.0 * 4);
+  EXPECT_TRUE(mapped("libcudnn"));
 }
 
 TEST(CudaPlugin, AskingForAMissingDeviceIsAnErrorThatSaysWhy) {

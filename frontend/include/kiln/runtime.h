@@ -64,6 +64,15 @@ std::vector<std::string> plugin_search_path();
 std::vector<PluginInfo> loaded_plugins();
 /// Every candidate that did not load, with the reason.
 std::vector<PluginLoadFailure> plugin_load_failures();
+/// Loads more plugins at run time: every libkiln_<name>.so of a folder (which joins
+/// plugin_search_path()), or one such file, as torch.ops.load_library or
+/// ggml_backend_load do. KILN_PLUGINS applies; a name already loaded is refused (the
+/// first stays). Returns the plugins it loaded; each candidate it refused is added to
+/// plugin_load_failures() with the reason, and `kiln::Device("acme", 0)` then says it.
+/// Throws kiln::Error when `path` is neither a folder nor a plugin file. Thread-safe:
+/// other threads may go on using Kiln meanwhile.
+///   kiln::load_plugins("/opt/acme/lib/kiln");  // then kiln::ones({2}, kiln::Device("acme"))
+std::vector<PluginInfo> load_plugins(const std::string& path);
 /// Devices of the plugin named `backend` (0 when no such plugin loaded), as
 /// torch.cuda.device_count().
 int device_count(const std::string& backend);

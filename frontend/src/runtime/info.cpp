@@ -20,43 +20,56 @@ std::vector<PluginLoadFailure> plugin_load_failures() {
   return detail::Registry::get().failures();
 }
 
+namespace {
+
+PluginInfo info_of(const detail::Plugin* plugin) {
+  const kiln_plugin_api* api = plugin->api;
+  PluginInfo info;
+  info.name = api->name;
+  info.version = api->version ? api->version : "";
+  info.path = plugin->path;
+  info.abi_major = api->abi_major;
+  info.abi_minor = api->abi_minor;
+  if (api->describe) info.description = api->describe(api->context);
+  for (int32_t i = 0; i < plugin->device_count; ++i) {
+    kiln_device_properties p{};
+    p.struct_size = sizeof(p);
+    DeviceInfo d;
+    d.device = Device(api->name, i);
+    if (kiln_status* s = api->device_get_properties(api->context, i, &p)) {
+      d.name = "(properties unavailable: " + detail::consume_status(s) + ")";
+    } else {
+      d.name.assign(p.name, strnlen(p.name, sizeof(p.name)));
+      d.kind = p.kind == KILN_DEVICE_KIND_CPU   ? "cpu"
+               : p.kind == KILN_DEVICE_KIND_GPU ? "gpu"
+                                                : "accelerator";
+      d.compute_capability_major = p.compute_capability_major;
+      d.compute_capability_minor = p.compute_capability_minor;
+      d.multiprocessor_count = p.multiprocessor_count;
+      d.total_memory_bytes = p.total_memory_bytes;
+      d.free_memory_bytes = p.free_memory_bytes;
+      if (p.struct_size >= KILN_DEVICE_PROPERTIES_SIZE_1_1)
+        d.host_accessible = (p.flags & KILN_DEVICE_FLAG_HOST_ACCESSIBLE) != 0;
+    }
+    d.collectives = plugin->collectives != nullptr;
+    d.peer_copies = plugin->copy_peer != nullptr;
+    info.devices.push_back(std::move(d));
+  }
+  return info;
+}
+
+}  // namespace
+
 std::vector<PluginInfo> loaded_plugins() {
   std::vector<PluginInfo> out;
-  for (const auto& plugin : detail::Registry::get().plugins()) {
-    const kiln_plugin_api* api = plugin->api;
-    PluginInfo info;
-    info.name = api->name;
-    info.version = api->version ? api->version : "";
-    info.path = plugin->path;
-    info.abi_major = api->abi_major;
-    info.abi_minor = api->abi_minor;
-    if (api->describe) info.description = api->describe(api->context);
-    for (int32_t i = 0; i < plugin->device_count; ++i) {
-      kiln_device_properties p{};
-      p.struct_size = sizeof(p);
-      DeviceInfo d;
-      d.device = Device(api->name, i);
-      if (kiln_status* s = api->device_get_properties(api->context, i, &p)) {
-        d.name = "(properties unavailable: " + detail::consume_status(s) + ")";
-      } else {
-        d.name.assign(p.name, strnlen(p.name, sizeof(p.name)));
-        d.kind = p.kind == KILN_DEVICE_KIND_CPU   ? "cpu"
-                 : p.kind == KILN_DEVICE_KIND_GPU ? "gpu"
-                                                  : "accelerator";
-        d.compute_capability_major = p.compute_capability_major;
-        d.compute_capability_minor = p.compute_capability_minor;
-        d.multiprocessor_count = p.multiprocessor_count;
-        d.total_memory_bytes = p.total_memory_bytes;
-        d.free_memory_bytes = p.free_memory_bytes;
-        if (p.struct_size >= KILN_DEVICE_PROPERTIES_SIZE_1_1)
-          d.host_accessible = (p.flags & KILN_DEVICE_FLAG_HOST_ACCESSIBLE) != 0;
-      }
-      d.collectives = plugin->collectives != nullptr;
-      d.peer_copies = plugin->copy_peer != nullptr;
-      info.devices.push_back(std::move(d));
-    }
-    out.push_back(std::move(info));
-  }
+  for (const detail::Plugin* plugin : detail::Registry::get().plugins()) out.push_back(info_of(plugin));
+  return out;
+}
+
+std::vector<PluginInfo> load_plugins(const std::string& path) {
+  std::vector<PluginInfo> out;
+  for (const detail::Plugin* plugin : detail::Registry::get().add_plugins(path))
+    out.push_back(info_of(plugin));
   return out;
 }
 

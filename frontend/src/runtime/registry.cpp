@@ -138,21 +138,51 @@ void Registry::load_folder(const std::string& dir) {
   }
   if (ec) failures_.push_back({dir, "cannot list folder: " + ec.message()});
   std::sort(candidates.begin(), candidates.end());
-  for (const fs::path& path : candidates) {
-    // KILN_PLUGINS: a plugin left out is never opened (so it costs nothing at start-up).
-    const std::string name = backend_name_of(path);
-    if (!allowed_.empty() && name != "cpu" &&
-        std::find(allowed_.begin(), allowed_.end(), name) == allowed_.end()) {
-      failures_.push_back({path.string(), concat("not in KILN_PLUGINS=", allowed_text_,
-                                                 ": skipped without opening it")});
-      continue;
-    }
-    std::string reason = load_plugin(path);
-    if (!reason.empty()) {
-      failures_.push_back({path.string(), reason});
-      log(KILN_LOG_INFO, "loader", concat("skipped ", path.string(), ": ", reason));
-    }
+  for (const fs::path& path : candidates) consider(path);
+}
+
+void Registry::consider(const fs::path& path) {
+  // KILN_PLUGINS: a plugin left out is never opened (so it costs nothing at start-up).
+  const std::string name = backend_name_of(path);
+  if (!allowed_.empty() && name != "cpu" &&
+      std::find(allowed_.begin(), allowed_.end(), name) == allowed_.end()) {
+    failures_.push_back({path.string(), concat("not in KILN_PLUGINS=", allowed_text_,
+                                               ": skipped without opening it")});
+    return;
   }
+  std::string reason = load_plugin(path);
+  if (!reason.empty()) {
+    failures_.push_back({path.string(), reason});
+    log(KILN_LOG_INFO, "loader", concat("skipped ", path.string(), ": ", reason));
+  }
+}
+
+std::vector<Plugin*> Registry::add_plugins(const std::string& path) {
+  std::error_code ec;
+  const bool folder = fs::is_directory(path, ec);
+  const std::string file = fs::path(path).filename().string();
+  const bool plugin_file = !folder && fs::is_regular_file(path, ec) &&
+                           file.starts_with(KILN_PLUGIN_FILE_PREFIX) &&
+                           file.ends_with(KILN_PLUGIN_FILE_SUFFIX) &&
+                           file.size() > std::strlen(KILN_PLUGIN_FILE_PREFIX KILN_PLUGIN_FILE_SUFFIX);
+  KILN_CHECK(folder || plugin_file, "load_plugins(\"", path, "\"): ",
+             fs::exists(path, ec) ? "neither a folder nor a plugin file named "
+                                    KILN_PLUGIN_FILE_PREFIX "<name>" KILN_PLUGIN_FILE_SUFFIX
+                                  : "no such file or folder");
+  std::unique_lock lock(mutex_);
+  const size_t before = plugins_.size();
+  if (folder) {
+    search_path_.push_back(path);
+    load_folder(path);
+  } else {
+    consider(path);
+  }
+  std::vector<Plugin*> added;
+  for (size_t i = before; i < plugins_.size(); ++i) added.push_back(plugins_[i].get());
+  // A process that started without the CPU plugin gets its fallback target now.
+  if (Plugin* cpu = find("cpu"); cpu && cpu->device_count > 0 && !cpu_.load())
+    cpu_.store(open(*cpu, 0), std::memory_order_release);
+  return added;
 }
 
 // Loads one candidate; returns why it was rejected, or "" on success.
@@ -234,7 +264,29 @@ Plugin* Registry::find(const std::string& name) const {
   return nullptr;
 }
 
+std::vector<Plugin*> Registry::plugins() const {
+  std::shared_lock lock(mutex_);
+  std::vector<Plugin*> out;
+  for (const auto& p : plugins_) out.push_back(p.get());
+  return out;
+}
+
+std::vector<PluginLoadFailure> Registry::failures() const {
+  std::shared_lock lock(mutex_);
+  return failures_;
+}
+
+std::vector<std::string> Registry::search_path() const {
+  std::shared_lock lock(mutex_);
+  return search_path_;
+}
+
 std::string Registry::describe_loaded() const {
+  std::shared_lock lock(mutex_);
+  return describe_loaded_locked();
+}
+
+std::string Registry::describe_loaded_locked() const {
   if (plugins_.empty()) return "none";
   std::ostringstream out;
   for (size_t i = 0; i < plugins_.size(); ++i) {
@@ -261,6 +313,7 @@ DeviceContext* Registry::open(Plugin& plugin, int index) {
 }
 
 DeviceContext* Registry::resolve(const Device& device) {
+  std::shared_lock lock(mutex_);
   Plugin* plugin = find(device.backend());
   if (!plugin) {
     // Found but refused: say so, and why, rather than "not found".
@@ -272,7 +325,7 @@ DeviceContext* Registry::resolve(const Device& device) {
     std::ostringstream searched;
     for (size_t i = 0; i < search_path_.size(); ++i) searched << (i ? ":" : "") << search_path_[i];
     throw Error(concat("no plugin named '", device.backend(), "' was found; loaded plugins: ",
-                       describe_loaded(), " (searched: ", searched.str(),
+                       describe_loaded_locked(), " (searched: ", searched.str(),
                        "; kiln-info lists the candidates that failed to load)"));
   }
   if (device.index() < 0 || device.index() >= plugin->device_count) {
@@ -286,9 +339,10 @@ DeviceContext* Registry::resolve(const Device& device) {
 }
 
 DeviceContext* Registry::cpu() {
-  KILN_CHECK(cpu_, "the CPU plugin (libkiln_cpu.so) is not loaded, so ops this device lacks "
+  DeviceContext* cpu = cpu_.load(std::memory_order_acquire);
+  KILN_CHECK(cpu, "the CPU plugin (libkiln_cpu.so) is not loaded, so ops this device lacks "
                    "cannot fall back to it; loaded plugins: ", describe_loaded());
-  return cpu_;
+  return cpu;
 }
 
 DeviceContext* Registry::default_context() {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -165,20 +166,32 @@ class Registry {
   DeviceContext* default_context();
   void set_default(const Device& device);
 
-  const std::vector<std::unique_ptr<Plugin>>& plugins() const { return plugins_; }
-  const std::vector<PluginLoadFailure>& failures() const { return failures_; }
-  const std::vector<std::string>& search_path() const { return search_path_; }
+  /// Snapshots: plugins are added at run time (add_plugins), never removed, and a
+  /// Plugin never moves, so the pointers stay valid.
+  std::vector<Plugin*> plugins() const;
+  std::vector<PluginLoadFailure> failures() const;
+  std::vector<std::string> search_path() const;
   /// "cpu (2 devices), cuda (0 devices)" for messages.
   std::string describe_loaded() const;
 
+  /// Loads the candidates of a folder, or one plugin file (kiln::load_plugins); returns
+  /// those that loaded. Throws kiln::Error when `path` is neither.
+  std::vector<Plugin*> add_plugins(const std::string& path);
+
  private:
   Registry();
+  std::string describe_loaded_locked() const;
+  /// Loads one libkiln_<name>.so unless KILN_PLUGINS leaves it out; records a refusal.
+  void consider(const std::filesystem::path& path);
   /// Loads every candidate of `dir`, recording each rejected one in failures_.
   void load_folder(const std::string& dir);
   std::string load_plugin(const std::filesystem::path& path);
   Plugin* find(const std::string& name) const;
   DeviceContext* open(Plugin& plugin, int index);
 
+  // Guards what add_plugins changes (plugins_, failures_, search_path_, libraries_):
+  // exclusive while loading, shared for lookups. The constructor needs none.
+  mutable std::shared_mutex mutex_;
   // Opened libraries, kept for the life of the process (never unloaded).
   std::vector<std::unique_ptr<boost::dll::shared_library>> libraries_;
   std::vector<std::string> search_path_;
@@ -188,7 +201,7 @@ class Registry {
   std::vector<PluginLoadFailure> failures_;
   std::atomic<DeviceContext*> default_{nullptr};
   std::mutex default_mutex_;
-  DeviceContext* cpu_ = nullptr;
+  std::atomic<DeviceContext*> cpu_{nullptr};  // set once: at start-up or by add_plugins
 };
 
 }  // namespace kiln::detail

@@ -25,6 +25,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "kiln/tensor.h"
@@ -105,6 +106,8 @@ class AutogradContext {
   void save_for_backward(std::vector<Tensor> tensors);
   /// The saved tensors; throws if they were freed or modified in place since.
   std::vector<Tensor> saved() const;
+  /// PyTorch's C++ spelling of saved().
+  std::vector<Tensor> get_saved_variables() const { return saved(); }
   /// Free-form values for backward.
   std::vector<double> values;
 
@@ -117,6 +120,9 @@ class AutogradContext {
 };
 
 namespace detail {
+/// A C++ type's readable name ("Cube", "my::Scale<float>"), as grad_fn()->name()
+/// shows a custom Function.
+std::string demangle(const std::type_info& type);
 /// Connects `output` to a node that calls `backward(ctx, grads)` and feeds the
 /// gradients to `inputs` (libkiln's part of Function::apply).
 Tensor record_function(std::string name, std::shared_ptr<AutogradContext> ctx,
@@ -155,7 +161,7 @@ struct Function {
       output = Derived::forward(*ctx, std::forward<Args>(args)...);
     }
     return detail::record_function(
-        typeid(Derived).name(), std::move(ctx), inputs, std::move(output),
+        detail::demangle(typeid(Derived)), std::move(ctx), inputs, std::move(output),
         [](AutogradContext& c, std::vector<Tensor> g) { return Derived::backward(c, std::move(g)); });
   }
 

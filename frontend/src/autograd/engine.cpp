@@ -1,7 +1,10 @@
 // The autograd tape: grad mode, recording helpers, leaf accumulation, and the
 // backward engine (a dependency-counted walk in reverse creation order).
 
+#include <cxxabi.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <exception>
 #include <queue>
 #include <unordered_map>
@@ -425,6 +428,13 @@ class FunctionNode final : public Node {
   std::vector<std::vector<int64_t>> shapes_;
 };
 }  // namespace
+
+std::string detail::demangle(const std::type_info& type) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> name(
+      abi::__cxa_demangle(type.name(), nullptr, nullptr, &status), std::free);
+  return status == 0 && name ? name.get() : type.name();
+}
 
 Tensor detail::record_function(
     std::string name, std::shared_ptr<AutogradContext> ctx, const std::vector<Tensor>& inputs,

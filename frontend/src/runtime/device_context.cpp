@@ -7,6 +7,7 @@
 #include <memory>
 #include <typeinfo>
 
+#include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "profiler/profiler_hooks.h"
 #include "runtime/log.h"
@@ -23,21 +24,15 @@ std::string consume_status(kiln_status* status) {
 }
 
 std::string escaped_exception_text() {
-  const auto type_name = [](const char* mangled) {
-    int status = 0;
-    std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(mangled, nullptr, nullptr, &status),
-                                                 std::free);
-    return std::string(status == 0 && name ? name.get() : mangled);
-  };
   try {
     throw;
   } catch (const std::exception& e) {
     std::string what = e.what();
     if (what.size() > 200) what = what.substr(0, 200) + "...";
-    return concat("a C++ exception (", type_name(typeid(e).name()), ": \"", what, "\")");
+    return concat("a C++ exception (", autograd::detail::demangle(typeid(e)), ": \"", what, "\")");
   } catch (...) {
     const std::type_info* type = abi::__cxa_current_exception_type();
-    return concat("a C++ exception of type ", type ? type_name(type->name()) : "unknown");
+    return concat("a C++ exception of type ", type ? autograd::detail::demangle(*type) : "unknown");
   }
 }
 

@@ -40,7 +40,7 @@ UBSAN_OPTIONS=print_stacktrace=1 \
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON \
   -DKILN_SANITIZE=thread -DKILN_BUILD_BENCHMARKS=OFF -DKILN_CUDA=OFF -DKILN_MPI=OFF
 cmake --build build-tsan --parallel "$jobs" --target kiln_cpu kiln_runtime_test kiln_data_test \
-  kiln_distributed_tests kiln_cpu_plugin_tests kiln_cpu_collectives_tests
+  kiln_distributed_tests kiln_cpu_plugin_tests kiln_cpu_collectives_tests kiln_exit_with_running_threads
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir build-tsan --label-regex threads --output-on-failure --parallel "$jobs"
 

@@ -284,6 +284,7 @@ bool kernel_supports(const KernelSlot& slot, const kiln_op_args& args, DeviceCon
 
 void dispatch(OpId op, std::span<const TensorImpl* const> inputs,
               std::span<const TensorImpl* const> outputs, std::span<const kiln_attr> attrs) {
+  PluginCallScope in_plugin;  // an orderly exit waits for this op (runtime/exit_guard.h)
   if (profiler_active()) [[unlikely]]
     return profiled_dispatch(&dispatch_unprofiled, op, inputs, outputs, attrs);
   dispatch_unprofiled(op, inputs, outputs, attrs);

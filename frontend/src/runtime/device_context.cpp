@@ -106,6 +106,7 @@ void DeviceContext::resolve(OpId op, KernelSlot& slot) {
   kernel.struct_size = sizeof(kiln_kernel);
   kiln_status* status = call_plugin(api_->name, concat("get_kernel(", op_name(op), ")"),
                                     [&] { return api_->get_kernel(handle_, op_name(op), 1, &kernel); });
+  arm_exit_guard();  // after what the lookup built (the kit's kernel table)
   if (status) {
     // A lookup error is logged and treated as "not provided": the op can still
     // run through the CPU fallback, and the report shows it.
@@ -138,6 +139,7 @@ std::shared_ptr<Storage> DeviceContext::allocate(size_t bytes) {
 }
 
 void DeviceContext::deallocate(kiln_buffer* buffer) noexcept {
+  PluginCallScope in_plugin(/*may_park=*/false);  // an exit's destructors free on other threads
   try {
     if (kiln_status* s = api_->deallocate(handle_, buffer, nullptr))
       log(KILN_LOG_ERROR, api_->name, concat("deallocate on ", name_, ": ", consume_status(s)));

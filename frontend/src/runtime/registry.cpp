@@ -103,6 +103,10 @@ Registry& Registry::get() {
 }
 
 Registry::Registry() {
+  // Loading the plugins is a plugin call: an exit that begins meanwhile waits for it
+  // (runtime/exit_guard.h).
+  arm_exit_guard();
+  PluginCallScope loading;
   if (const char* list = std::getenv("KILN_PLUGINS"); list && *list) {
     allowed_ = split_names(list);
     allowed_text_ = list;
@@ -113,6 +117,7 @@ Registry::Registry() {
 
   for (const std::string& dir : search_path_) load_folder(dir);
   if (Plugin* cpu = find("cpu"); cpu && cpu->device_count > 0) cpu_ = open(*cpu, 0);
+  arm_exit_guard();  // after the plugins' statics
 }
 
 void Registry::load_folder(const std::string& dir) {
@@ -182,6 +187,7 @@ std::vector<Plugin*> Registry::add_plugins(const std::string& path) {
   // A process that started without the CPU plugin gets its fallback target now.
   if (Plugin* cpu = find("cpu"); cpu && cpu->device_count > 0 && !cpu_.load())
     cpu_.store(open(*cpu, 0), std::memory_order_release);
+  arm_exit_guard();  // after the new plugins' statics
   return added;
 }
 
@@ -308,6 +314,7 @@ DeviceContext* Registry::open(Plugin& plugin, int index) {
       throw Error(concat("opening device ", plugin.api->name, ":", index, " failed: ",
                          consume_status(status)));
     slot = std::make_unique<DeviceContext>(&plugin, index, handle);
+    arm_exit_guard();  // after what opening the device built
   }
   return slot.get();
 }

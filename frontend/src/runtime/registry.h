@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/tensor_impl.h"
+#include "runtime/exit_guard.h"
 #include "kiln/c_api.h"
 #include "kiln/device.h"
 #include "kiln/runtime.h"
@@ -145,6 +146,7 @@ std::string escaped_exception_text();
 /// escapes it into throw_abi_violation.
 template <class F>
 decltype(auto) call_plugin(const char* plugin, std::string_view entry, F&& f) {
+  PluginCallScope in_plugin;  // an orderly exit waits for this call (exit_guard.h)
   try {
     return f();
   } catch (...) {

@@ -57,6 +57,23 @@ namespace autograd {
 
 class Node;
 
+/// The gradients of `outputs` with respect to `inputs` (torch.autograd.grad), one per
+/// input, without touching any tensor's .grad(): leaves' gradients are returned, not
+/// accumulated, and no hook runs. Only the part of the graph between the outputs and
+/// the inputs is evaluated. `inputs` may be leaves or intermediate results; each must
+/// require grad. `grad_outputs` as for backward(). An input the outputs do not depend
+/// on is an error, unless `allow_unused` (its gradient is then undefined).
+///
+///   auto x = kiln::randn({3}).requires_grad_();
+///   auto y = (x * x).sum();
+///   auto dx = kiln::autograd::grad({y}, {x})[0];   // 2 * x; x.grad() stays undefined
+///
+/// Kiln records no graph while computing gradients, so there are no gradients of
+/// gradients (double backward): `create_graph = true` throws kiln::Error.
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
+                         bool create_graph = false, bool allow_unused = false);
+
 /// Where a gradient goes: input `input_nr` of `node`. An invalid edge (null node)
 /// means the input does not need a gradient.
 struct Edge {

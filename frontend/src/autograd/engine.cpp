@@ -3,6 +3,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <exception>
@@ -263,9 +264,16 @@ void queue_callback(std::function<void()> callback) {
 
 }  // namespace autograd
 
-void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
-              bool retain_graph) {
-  KILN_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "backward: got ",
+namespace {
+
+// One pass of the engine. backward() runs every node reachable from the outputs and
+// accumulates into leaves. autograd::grad() passes `inputs`: then only the nodes on a
+// path to an input run, no AccumulateGrad runs, no hook runs, and the gradient
+// reaching each input is returned instead.
+std::vector<Tensor> run_backward(const char* what, const std::vector<Tensor>& outputs,
+                                 const std::vector<Tensor>& grad_outputs, bool retain_graph,
+                                 const std::vector<Tensor>* inputs, bool allow_unused) {
+  KILN_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), what, ": got ",
              grad_outputs.size(), " gradients for ", outputs.size(), " outputs");
   NoGradGuard no_grad;
   detail::PhaseScope phase(profiler::Phase::Backward);
@@ -283,22 +291,23 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& gra
   struct Task {
     std::vector<Tensor> grads;
     int dependencies = 0;
+    bool needed = true;  // on a path to an input (always, for backward())
   };
   std::unordered_map<Node*, Task> tasks;
   std::vector<std::pair<Edge, Tensor>> roots;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
-    detail::impl_of(out, "backward");
-    KILN_CHECK(out.requires_grad(), "backward: output ", i, " (shape ", out.shape(),
+    detail::impl_of(out, what);
+    KILN_CHECK(out.requires_grad(), what, ": output ", i, " (shape ", out.shape(),
                ") does not require grad and has no grad_fn; did an input call "
                "requires_grad_()?");
     Tensor g;
     if (!grad_outputs.empty() && grad_outputs[i].defined()) {
       g = grad_outputs[i];
-      KILN_CHECK(g.shape() == out.shape(), "backward: the gradient has shape ", g.shape(),
+      KILN_CHECK(g.shape() == out.shape(), what, ": the gradient has shape ", g.shape(),
                  " but the output has shape ", out.shape());
     } else {
-      KILN_CHECK(out.numel() == 1, "backward: a gradient can be created implicitly only for a "
+      KILN_CHECK(out.numel() == 1, what, ": a gradient can be created implicitly only for a "
                  "single-element output, but output ", i, " has shape ", out.shape(),
                  "; pass the gradient (e.g. ones_like(output))");
       g = ones_like(out);
@@ -306,20 +315,48 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& gra
     roots.emplace_back(ag::gradient_edge(out), g.device() == out.device() ? g : g.to(out.device()));
   }
 
-  // Count, for every reachable node, how many edges lead into it.
-  std::vector<Node*> stack;
+  // Every reachable node, in discovery order.
+  std::vector<Node*> reachable, stack;
   for (auto& [edge, g] : roots) {
     if (tasks.try_emplace(edge.node.get()).second) stack.push_back(edge.node.get());
   }
   while (!stack.empty()) {
     Node* node = stack.back();
     stack.pop_back();
-    for (const Edge& e : node->next_edges) {
-      if (!e.valid()) continue;
-      auto [it, inserted] = tasks.try_emplace(e.node.get());
-      it->second.dependencies++;
-      if (inserted) stack.push_back(e.node.get());
+    reachable.push_back(node);
+    for (const Edge& e : node->next_edges)
+      if (e.valid() && tasks.try_emplace(e.node.get()).second) stack.push_back(e.node.get());
+  }
+
+  // autograd::grad(): where each input's gradient arrives, and which nodes lead there.
+  std::unordered_map<Node*, std::vector<std::pair<size_t, uint32_t>>> captures;
+  std::vector<Tensor> captured;
+  if (inputs) {
+    captured.resize(inputs->size());
+    for (size_t i = 0; i < inputs->size(); ++i) {
+      const Tensor& in = (*inputs)[i];
+      detail::impl_of(in, what);
+      KILN_CHECK(in.requires_grad(), what, ": input ", i, " (shape ", in.shape(),
+                 ") does not require grad");
+      Edge e = ag::gradient_edge(in);
+      captures[e.node.get()].emplace_back(i, e.input_nr);
     }
+    // A node is needed if it is an input's node or leads to one. Nodes are created
+    // before the nodes that use their outputs, so in ascending sequence_nr every
+    // node's successors (next_edges) come first.
+    std::vector<Node*> order = reachable;
+    std::sort(order.begin(), order.end(),
+              [](Node* a, Node* b) { return a->sequence_nr < b->sequence_nr; });
+    for (Node* node : order) {
+      bool needed = captures.contains(node);
+      for (const Edge& e : node->next_edges) needed |= e.valid() && tasks[e.node.get()].needed;
+      tasks[node].needed = needed;
+    }
+  }
+  for (Node* node : reachable) {
+    if (!tasks[node].needed) continue;
+    for (const Edge& e : node->next_edges)
+      if (e.valid() && tasks[e.node.get()].needed) tasks[e.node.get()].dependencies++;
   }
 
   auto add_grad = [&](const Edge& edge, Tensor g) {
@@ -328,14 +365,15 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& gra
     Tensor& slot = task.grads[edge.input_nr];
     slot = slot.defined() ? slot + g : std::move(g);
   };
-  for (auto& [edge, g] : roots) add_grad(edge, g);
+  for (auto& [edge, g] : roots)
+    if (tasks[edge.node.get()].needed) add_grad(edge, g);
 
   // Ready nodes run newest first, which keeps memory low (a node's gradient is
   // consumed soon after it is produced) and matches PyTorch's order.
   auto later = [](Node* a, Node* b) { return a->sequence_nr < b->sequence_nr; };
   std::priority_queue<Node*, std::vector<Node*>, decltype(later)> ready(later);
   for (auto& [node, task] : tasks)
-    if (task.dependencies == 0) ready.push(node);
+    if (task.needed && task.dependencies == 0) ready.push(node);
 
   while (!ready.empty()) {
     Node* node = ready.top();
@@ -343,15 +381,24 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& gra
     Task& task = tasks[node];
     std::vector<Tensor> grads = std::move(task.grads);
     grads.resize(node->num_outputs);
-    for (auto& hook : node->pre_hooks) hook(grads);
+    if (inputs) {
+      if (auto it = captures.find(node); it != captures.end())
+        for (auto [input, slot] : it->second) captured[input] = grads[slot];
+      // Only what leads to another input runs; a leaf's accumulator never does.
+      bool leads_on = false;
+      for (const Edge& e : node->next_edges) leads_on |= e.valid() && tasks[e.node.get()].needed;
+      if (!leads_on) continue;
+    } else {
+      for (auto& hook : node->pre_hooks) hook(grads);
+    }
     std::vector<Tensor> input_grads = node->apply(std::move(grads));
     if (!retain_graph) node->release_saved();
     KILN_CHECK(input_grads.size() == node->next_edges.size() || node->next_edges.empty(),
-               "backward: ", node->name(), " returned ", input_grads.size(),
+               what, ": ", node->name(), " returned ", input_grads.size(),
                " gradients for ", node->next_edges.size(), " inputs");
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];
-      if (!e.valid()) continue;
+      if (!e.valid() || !tasks[e.node.get()].needed) continue;
       if (input_grads[i].defined()) add_grad(e, std::move(input_grads[i]));
       if (--tasks[e.node.get()].dependencies == 0) ready.push(e.node.get());
     }
@@ -368,6 +415,36 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& gra
     }
   }
   if (first_error) std::rethrow_exception(first_error);
+
+  for (size_t i = 0; i < captured.size(); ++i) {
+    const Tensor& in = (*inputs)[i];
+    if (!captured[i].defined()) {
+      KILN_CHECK(allow_unused, what, ": input ", i, " (shape ", in.shape(),
+                 ") was not used to compute the outputs; pass allow_unused = true to get an "
+                 "undefined gradient for it");
+      continue;
+    }
+    if (captured[i].device() != in.device()) captured[i] = captured[i].to(in.device());
+  }
+  return captured;
+}
+
+}  // namespace
+
+void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
+              bool retain_graph) {
+  run_backward("backward", outputs, grad_outputs, retain_graph, nullptr, false);
+}
+
+std::vector<Tensor> autograd::grad(const std::vector<Tensor>& outputs,
+                                   const std::vector<Tensor>& inputs,
+                                   const std::vector<Tensor>& grad_outputs, bool retain_graph,
+                                   bool create_graph, bool allow_unused) {
+  KILN_CHECK(!create_graph, "autograd::grad: create_graph (double backward) is not supported: "
+             "Kiln records no graph while it computes gradients");
+  KILN_CHECK(!inputs.empty(), "autograd::grad: no inputs to differentiate with respect to");
+  return run_backward("autograd::grad", outputs, grad_outputs, retain_graph, &inputs,
+                      allow_unused);
 }
 
 // -- user-defined functions ----------------------------------------------------------

@@ -9,7 +9,7 @@
 ///   for (int64_t epoch = start_epoch; epoch < epochs; ++epoch) {
 ///     loader.set_epoch(epoch);                   // the shuffle of this epoch
 ///     for (auto& batch : loader) {               // batch.input [64,1,28,28], batch.target [64]
-///       auto loss = kiln::nn::cross_entropy(model(batch.input), batch.target);
+///       auto loss = kiln::nn::functional::cross_entropy(model->forward(batch.input), batch.target);
 ///       ...
 ///     }
 ///   }

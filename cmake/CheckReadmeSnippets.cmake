@@ -1,0 +1,48 @@
+# cmake -DREADME=<README.md> -DSNIPPETS=<folder> -P CheckReadmeSnippets.cmake
+#
+# Every ```cpp block of the README must appear verbatim in a file under SNIPPETS
+# (examples/snippets), where it is compiled, and run by a CTest where it can run. A
+# block edited in the README but not in its file (or the other way round) fails here,
+# naming the block.
+cmake_minimum_required(VERSION 3.25)
+file(READ "${README}" readme)
+file(GLOB sources "${SNIPPETS}/*.cpp")
+set(corpus "")
+foreach(source IN LISTS sources)
+  file(READ "${source}" text)
+  string(APPEND corpus "${text}\n")
+endforeach()
+
+set(rest "${readme}")
+set(count 0)
+set(missing 0)
+while(TRUE)
+  string(FIND "${rest}" "```cpp\n" open)
+  if(open EQUAL -1)
+    break()
+  endif()
+  math(EXPR body_start "${open} + 7")
+  string(SUBSTRING "${rest}" ${body_start} -1 rest)
+  string(FIND "${rest}" "```" close)
+  if(close EQUAL -1)
+    message(FATAL_ERROR "${README}: a ```cpp block is never closed")
+  endif()
+  string(SUBSTRING "${rest}" 0 ${close} block)
+  math(EXPR after "${close} + 3")
+  string(SUBSTRING "${rest}" ${after} -1 rest)
+  math(EXPR count "${count} + 1")
+  string(FIND "${corpus}" "${block}" found)
+  if(found EQUAL -1)
+    string(REGEX MATCH "^[^\n]*" first_line "${block}")
+    message(SEND_ERROR "README ```cpp block ${count} (\"${first_line}\") is not, verbatim, "
+                       "in any file under ${SNIPPETS}: change both together")
+    math(EXPR missing "${missing} + 1")
+  endif()
+endwhile()
+if(count EQUAL 0)
+  message(FATAL_ERROR "${README}: no ```cpp block found (is this the README?)")
+endif()
+if(missing GREATER 0)
+  message(FATAL_ERROR "${missing} of ${count} README snippets are not compiled")
+endif()
+message(STATUS "all ${count} README C++ snippets are compiled from ${SNIPPETS}")

@@ -90,4 +90,25 @@ void fill_properties(const PluginState& state, kiln_device_properties* propertie
   sdk::write_sized(properties, full);
 }
 
+namespace {
+
+kiln_status* set_num_threads(void*, int32_t num_threads) {
+  return sdk::guard("set_num_threads", [&] {
+    KILN_SDK_CHECK(num_threads >= 1 && num_threads <= kMaxThreads, KILN_STATUS_INVALID_ARGUMENT,
+                   "the thread count must be between 1 and ", kMaxThreads, ", got ", num_threads);
+    pool().resize(num_threads);
+    openblas_set_num_threads(num_threads);
+  });
+}
+
+int32_t get_num_threads(void*) { return pool().size(); }
+
+}  // namespace
+
+const kiln_threads_api* threads_api() {
+  static constexpr kiln_threads_api api = {sizeof(kiln_threads_api), &set_num_threads,
+                                           &get_num_threads};
+  return &api;
+}
+
 }  // namespace kiln::cpu

@@ -55,6 +55,10 @@ const PluginState& plugin_state();
 /// Fills the fields of `properties` that fit in its struct_size.
 void fill_properties(const PluginState& state, kiln_device_properties* properties);
 
+/// The "kiln.threads.v1" extension table: the pool's (and OpenBLAS's) thread count
+/// at run time.
+const kiln_threads_api* threads_api();
+
 }  // namespace kiln::cpu
 
 #endif  // KILN_CPU_DEVICE_H

@@ -7,6 +7,7 @@
 //                     back to.
 //   KILN_NUM_THREADS  threads for kernels and OpenBLAS (1..1024, default: all
 //                     hardware threads); invalid values warn and use the default.
+//                     The "kiln.threads.v1" extension changes it at run time.
 #include <cstring>
 
 #include "collectives.h"
@@ -129,7 +130,9 @@ kiln_status* copy_peer(kiln_device* dst_device, kiln_stream*, void* dst, kiln_de
 }
 
 const void* get_extension(void*, const char* name) {
-  if (name != nullptr && std::strcmp(name, KILN_EXTENSION_COLLECTIVES) == 0) return collectives_api();
+  if (name == nullptr) return nullptr;
+  if (std::strcmp(name, KILN_EXTENSION_COLLECTIVES) == 0) return collectives_api();
+  if (std::strcmp(name, KILN_EXTENSION_THREADS) == 0) return threads_api();
   return nullptr;
 }
 

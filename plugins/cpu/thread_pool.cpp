@@ -39,10 +39,26 @@ bool spin_until(const Ready& ready) {
 
 ThreadPool::ThreadPool(int num_threads)
     : num_threads_(std::max(1, num_threads)),
-      claimed_(new std::atomic<bool>[static_cast<size_t>(num_threads_)]) {
-  for (int i = 0; i < num_threads_; ++i) claimed_[i].store(false, std::memory_order_relaxed);
-  workers_.reserve(static_cast<size_t>(num_threads_ - 1));
-  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+      capacity_(std::max(1, num_threads)),
+      claimed_(new std::atomic<bool>[static_cast<size_t>(capacity_)]) {
+  for (int i = 0; i < capacity_; ++i) claimed_[i].store(false, std::memory_order_relaxed);
+  workers_.reserve(static_cast<size_t>(capacity_ - 1));
+  for (int i = 1; i < capacity_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+void ThreadPool::resize(int num_threads) {
+  num_threads = std::max(1, num_threads);
+  // Holding submit_mutex_, no job is running (submitters try_lock it, and run inline
+  // while it is held); workers read claimed_ only inside a job.
+  std::lock_guard submit(submit_mutex_);
+  if (num_threads > capacity_) {
+    std::unique_ptr<std::atomic<bool>[]> claimed(new std::atomic<bool>[static_cast<size_t>(num_threads)]);
+    for (int i = 0; i < num_threads; ++i) claimed[i].store(false, std::memory_order_relaxed);
+    claimed_ = std::move(claimed);
+    for (int i = capacity_; i < num_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+    capacity_ = num_threads;
+  }
+  num_threads_.store(num_threads, std::memory_order_relaxed);
 }
 
 ThreadPool::~ThreadPool() {
@@ -67,7 +83,7 @@ void ThreadPool::run_parallel(int64_t begin, int64_t end, int64_t grain, RangeFn
   // the same tensors finds its slice of them still in the same core's cache (memory-
   // bound ops over cache-resident data only scale that way). Chunks a late thread has
   // not claimed yet are taken by whoever is done first, so nobody waits on a sleeper.
-  const int64_t num_chunks = std::min<int64_t>(num_threads_, (range + grain - 1) / grain);
+  const int64_t num_chunks = std::min<int64_t>(size(), (range + grain - 1) / grain);
   const int64_t chunk = (range + num_chunks - 1) / num_chunks;
   bool wake = false;
   {
@@ -139,8 +155,9 @@ void ThreadPool::worker_loop(int id) {
       }
       if (stopping_) return;
       seen = generation_.load(std::memory_order_relaxed);
-      // A worker that arrives after the job is over finds no job and waits again.
-      if (job_fn_ == nullptr) continue;
+      // A worker that arrives after the job is over finds no job and waits again; one
+      // past the current size (after a resize down) stays out of every job.
+      if (job_fn_ == nullptr || id >= size()) continue;
       workers_in_job_.fetch_add(1, std::memory_order_relaxed);
     }
     work_on_job(id);

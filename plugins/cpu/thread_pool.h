@@ -2,7 +2,8 @@
 //
 // One process-wide pool, created at plugin init with `KILN_NUM_THREADS` threads
 // (default: std::thread::hardware_concurrency()), the calling thread counted as one
-// of them. Kernels use `parallel_for` to split index ranges:
+// of them; resize() (the "kiln.threads.v1" extension, kiln::set_num_threads) changes
+// the count while the program runs. Kernels use `parallel_for` to split index ranges:
 //
 //   pool().parallel_for(0, n, 32768, [&](int64_t begin, int64_t end) {
 //     for (int64_t i = begin; i < end; ++i) y[i] = x[i] + 1;
@@ -68,12 +69,17 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   /// Threads that work on one parallel_for, the calling thread included.
-  int size() const noexcept { return num_threads_; }
+  int size() const noexcept { return num_threads_.load(std::memory_order_relaxed); }
+
+  /// Jobs submitted from now on use `num_threads` threads (at least 1). Waits for the
+  /// job running now, if any; starts workers when the pool grows past every count it
+  /// had so far, and leaves the surplus ones idle when it shrinks.
+  void resize(int num_threads);
 
   template <class F>
   void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& fn) {
     if (grain < 1) grain = 1;
-    if (end - begin <= grain || num_threads_ == 1 || in_worker_) {
+    if (end - begin <= grain || size() == 1 || in_worker_) {
       if (begin < end) fn(begin, end);
       return;
     }
@@ -88,7 +94,8 @@ class ThreadPool {
   // unclaimed chunk, until none are left.
   void work_on_job(int preferred);
 
-  int num_threads_;
+  std::atomic<int> num_threads_;  // threads a job uses; written under submit_mutex_
+  int capacity_;                  // workers_.size() + 1; guarded by submit_mutex_
   std::vector<std::thread> workers_;
 
   std::mutex submit_mutex_;  // one job at a time; try_lock so a busy pool runs inline
@@ -110,7 +117,7 @@ class ThreadPool {
   int64_t job_end_ = 0;
   int64_t job_chunk_ = 0;
   int64_t job_num_chunks_ = 0;
-  std::unique_ptr<std::atomic<bool>[]> claimed_;  // per chunk; num_threads_ of them
+  std::unique_ptr<std::atomic<bool>[]> claimed_;  // per chunk; capacity_ of them
   std::atomic<int> workers_in_job_{0};            // joined under wake_mutex_, left without it
   std::exception_ptr job_error_;                  // first exception; guarded by wake_mutex_
 

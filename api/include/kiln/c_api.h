@@ -520,6 +520,32 @@ typedef struct kiln_collectives_api {
 } kiln_collectives_api;
 
 /* ------------------------------------------------------------------------------ */
+/* Threads: the extension table "kiln.threads.v1"                                  */
+/* ------------------------------------------------------------------------------ */
+/*
+ * A plugin whose kernels run on a pool of host threads (the CPU plugin) returns a
+ * `kiln_threads_api` from `get_extension(context, KILN_EXTENSION_THREADS)`, so that
+ * a program can change how many threads its ops use while it runs
+ * (kiln::set_num_threads, torch.set_num_threads). Like every extension, it is
+ * versioned by its name, not by the ABI's minor version: a host asks for it by
+ * name and a plugin that does not know the name returns NULL.
+ */
+
+#define KILN_EXTENSION_THREADS "kiln.threads.v1"
+
+typedef struct kiln_threads_api {
+  /* sizeof(kiln_threads_api) as the plugin was built. */
+  size_t struct_size;
+  /* (required) Ops started after this call use at most `num_threads` host threads,
+   * the calling thread included (1..1024; KILN_STATUS_INVALID_ARGUMENT otherwise).
+   * Safe to call from any thread while other threads run ops: an op already running
+   * finishes with the count it started with. */
+  kiln_status *(*set_num_threads)(void *context, int32_t num_threads);
+  /* (required) The count ops use now. */
+  int32_t (*get_num_threads)(void *context);
+} kiln_threads_api;
+
+/* ------------------------------------------------------------------------------ */
 /* Pinned layouts of ABI 1.0. Changing any of these breaks every released plugin.  */
 /* (The frozen 1.0 header in tests/abi is what pins them; these macros name them.)  */
 /* ------------------------------------------------------------------------------ */

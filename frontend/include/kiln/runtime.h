@@ -79,6 +79,16 @@ int device_count(const std::string& backend);
 /// True when the plugin named `backend` loaded and has at least one device.
 bool is_available(const std::string& backend);
 
+/// Host threads each op may use from now on (torch.set_num_threads), 1..1024: set in
+/// every loaded plugin that runs its ops on a pool of host threads (the CPU plugin,
+/// and OpenBLAS's count with it; plugins with the "kiln.threads.v1" extension). Safe
+/// while other threads run ops: an op already running keeps its count. Plugins
+/// loaded later start with KILN_NUM_THREADS. Throws kiln::Error for a count out of
+/// range, naming it.
+void set_num_threads(int num_threads);
+/// The CPU plugin's thread count (KILN_NUM_THREADS, or the last set_num_threads).
+int get_num_threads();
+
 struct MemoryStats {
   uint64_t bytes_in_use = 0;
   uint64_t bytes_reserved = 0;

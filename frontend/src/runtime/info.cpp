@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "kiln/error.h"
 #include "kiln/runtime.h"
 #include "runtime/registry.h"
 
@@ -80,6 +81,29 @@ int device_count(const std::string& backend) {
 }
 
 bool is_available(const std::string& backend) { return device_count(backend) > 0; }
+
+void set_num_threads(int num_threads) {
+  KILN_CHECK(num_threads >= 1 && num_threads <= 1024,
+             "set_num_threads: the thread count must be between 1 and 1024, got ", num_threads);
+  for (const auto& plugin : detail::Registry::get().plugins()) {
+    if (!plugin->threads) continue;
+    const kiln_threads_api* api = plugin->threads;
+    if (kiln_status* status = detail::call_plugin(plugin->api->name, "set_num_threads", [&] {
+          return api->set_num_threads(plugin->api->context, num_threads);
+        }))
+      throw Error(detail::concat("set_num_threads(", num_threads, ") on ", plugin->api->name,
+                                 ": ", detail::consume_status(status)));
+  }
+}
+
+int get_num_threads() {
+  for (const auto& plugin : detail::Registry::get().plugins())
+    if (plugin->threads && std::string_view(plugin->api->name) == "cpu")
+      return detail::call_plugin("cpu", "get_num_threads", [&] {
+        return plugin->threads->get_num_threads(plugin->api->context);
+      });
+  return 1;
+}
 
 MemoryStats memory_stats(const Device& device) {
   return detail::Registry::get().resolve(device)->memory_stats();

@@ -237,9 +237,12 @@ std::string Registry::load_plugin(const fs::path& path) {
   }
   if (api->get_extension) {
     const kiln_collectives_api* collectives = nullptr;
+    const kiln_threads_api* threads = nullptr;
     try {
       collectives = static_cast<const kiln_collectives_api*>(
           api->get_extension(api->context, KILN_EXTENSION_COLLECTIVES));
+      threads = static_cast<const kiln_threads_api*>(
+          api->get_extension(api->context, KILN_EXTENSION_THREADS));
     } catch (...) {
       return concat("ABI violation: ", escaped_exception_text(), " escaped from get_extension");
     }
@@ -249,6 +252,13 @@ std::string Registry::load_plugin(const fs::path& path) {
       log(KILN_LOG_WARNING, api->name, problem + "; reducing through the host instead");
     else
       plugin->collectives = collectives;
+    if (threads && (threads->struct_size < sizeof(kiln_threads_api) || !threads->set_num_threads ||
+                    !threads->get_num_threads))
+      log(KILN_LOG_WARNING, api->name,
+          "the kiln.threads.v1 table is incomplete (struct_size " +
+              std::to_string(threads->struct_size) + "); kiln::set_num_threads leaves it alone");
+    else
+      plugin->threads = threads;
   }
   try {
     if (kiln_status* status = api->device_count(api->context, &plugin->device_count))

@@ -125,6 +125,8 @@ struct Plugin {
   void (*range_pop)(void*) = nullptr;
   /// The "kiln.collectives.v1" extension, or NULL (looked up once, at load).
   const kiln_collectives_api* collectives = nullptr;
+  /// The "kiln.threads.v1" extension, or NULL (looked up once, at load).
+  const kiln_threads_api* threads = nullptr;
   int32_t device_count = 0;
   std::mutex open_mutex;
   std::vector<std::unique_ptr<DeviceContext>> devices;  // index -> opened or null

@@ -14,7 +14,7 @@ using namespace kiln;
 struct Fixture {
   Tensor p = from_vector<double>({1.0}).requires_grad_();
   optim::SGD opt{std::vector<Tensor>{p}, optim::SGDOptions(0.1)};
-  double lr() { return opt.param_groups()[0].options->lr; }
+  double lr() { return opt.param_groups()[0].options->lr(); }
 };
 
 TEST(Schedulers, StepLR) {

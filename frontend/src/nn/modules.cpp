@@ -53,26 +53,26 @@ std::string Linear::extra_repr() const {
 
 Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel_size, Conv2dOptions options)
     : Module("Conv2d"), in_(in_channels), out_(out_channels), kernel_(kernel_size), options_(options) {
-  KILN_CHECK(in_channels > 0 && out_channels > 0 && options.groups_ > 0 &&
-                 in_channels % options.groups_ == 0 && out_channels % options.groups_ == 0,
+  KILN_CHECK(in_channels > 0 && out_channels > 0 && options.groups() > 0 &&
+                 in_channels % options.groups() == 0 && out_channels % options.groups() == 0,
              "Conv2d: channels (", in_channels, ", ", out_channels,
-             ") must be positive and divisible by groups=", options.groups_);
+             ") must be positive and divisible by groups=", options.groups());
   weight = register_parameter(
-      "weight", empty({out_channels, in_channels / options.groups_, kernel_size.h, kernel_size.w}));
-  if (options.bias_) bias = register_parameter("bias", empty({out_channels}));
+      "weight", empty({out_channels, in_channels / options.groups(), kernel_size.h, kernel_size.w}));
+  if (options.bias()) bias = register_parameter("bias", empty({out_channels}));
   reset_linear_like(weight, bias);
 }
 Tensor Conv2d::forward(const Tensor& x) {
-  return F::conv2d(x, weight, bias, options_.stride_, options_.padding_, options_.dilation_,
-                   options_.groups_);
+  return F::conv2d(x, weight, bias, options_.stride(), options_.padding(), options_.dilation(),
+                   options_.groups());
 }
 std::shared_ptr<Module> Conv2d::clone() const {
   return copy_state_into(std::make_shared<Conv2d>(in_, out_, kernel_, options_));
 }
 std::string Conv2d::extra_repr() const {
   std::ostringstream s;
-  s << in_ << ", " << out_ << ", kernel_size=" << size2(kernel_) << ", stride=" << size2(options_.stride_)
-    << ", padding=" << size2(options_.padding_);
+  s << in_ << ", " << out_ << ", kernel_size=" << size2(kernel_) << ", stride=" << size2(options_.stride())
+    << ", padding=" << size2(options_.padding());
   return s.str();
 }
 

@@ -33,7 +33,7 @@ size_t parse_index(const std::string& key, size_t begin, size_t end, const Fail&
 Optimizer::Optimizer(std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults,
                      const char* name)
     : defaults_(std::move(defaults)), name_(name) {
-  KILN_CHECK(defaults_->lr >= 0, name_, ": learning rate must be non-negative, got ", defaults_->lr);
+  KILN_CHECK(defaults_->lr() >= 0, name_, ": learning rate must be non-negative, got ", defaults_->lr());
   for (auto& g : groups) add_param_group(std::move(g));
   size_t count = 0;
   for (const auto& g : groups_) count += g.params.size();
@@ -82,7 +82,7 @@ nn::StateDict Optimizer::state_dict() const {
   size_t index = 0;
   for (size_t g = 0; g < groups_.size(); ++g) {
     out.emplace_back("param_groups." + std::to_string(g) + ".lr",
-                     scalar_tensor(groups_[g].options->lr, DType::Float64).to("cpu"));
+                     scalar_tensor(groups_[g].options->lr(), DType::Float64).to("cpu"));
     for (const auto& p : groups_[g].params) {
       std::string prefix = "state." + std::to_string(index++) + ".";
       auto steps = steps_.find(p.impl().get());
@@ -140,7 +140,7 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
       fail("not an optimizer key (expected 'state.*' or 'param_groups.*')");
     }
   }
-  for (auto [g, lr] : lrs) groups_[g].options->lr = lr;
+  for (auto [g, lr] : lrs) groups_[g].options->lr(lr);
   NoGradGuard no_grad;
   for (auto& [i, name, t] : tensors) {
     const Tensor& p = params[i];

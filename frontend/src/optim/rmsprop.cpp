@@ -14,7 +14,7 @@ RMSprop::RMSprop(std::vector<ParamGroup> groups, RMSpropOptions defaults)
     : Optimizer(std::move(groups), defaults.clone(), "RMSprop") {
   for (auto& g : param_groups()) {
     const auto& o = static_cast<const RMSpropOptions&>(*g.options);
-    KILN_CHECK(o.alpha_ >= 0 && o.eps_ >= 0 && o.weight_decay_ >= 0 && o.momentum_ >= 0,
+    KILN_CHECK(o.alpha() >= 0 && o.eps() >= 0 && o.weight_decay() >= 0 && o.momentum() >= 0,
                "RMSprop: alpha, eps, weight_decay and momentum must be non-negative");
   }
 }
@@ -30,27 +30,27 @@ void RMSprop::step() {
       Tensor g = p.grad();
       if (!g.defined()) continue;
       g = g.to(p.dtype());
-      if (o.weight_decay_ != 0) g = g + p * o.weight_decay_;
+      if (o.weight_decay() != 0) g = g + p * o.weight_decay();
       Tensor& sq = state(p, "square_avg");
       if (!sq.defined()) sq = zeros_like(p);
       ++step_count(p);
-      sq.mul_(o.alpha_).add_(g * g * (1 - o.alpha_));
+      sq.mul_(o.alpha()).add_(g * g * (1 - o.alpha()));
       Tensor avg;
-      if (o.centered_) {
+      if (o.centered()) {
         Tensor& ga = state(p, "grad_avg");
         if (!ga.defined()) ga = zeros_like(p);
-        ga.mul_(o.alpha_).add_(g * (1 - o.alpha_));
-        avg = (sq - ga * ga).sqrt() + o.eps_;
+        ga.mul_(o.alpha()).add_(g * (1 - o.alpha()));
+        avg = (sq - ga * ga).sqrt() + o.eps();
       } else {
-        avg = sq.sqrt() + o.eps_;
+        avg = sq.sqrt() + o.eps();
       }
-      if (o.momentum_ > 0) {
+      if (o.momentum() > 0) {
         Tensor& buf = state(p, "momentum_buffer");
         if (!buf.defined()) buf = zeros_like(p);
-        buf.mul_(o.momentum_).add_(g / avg);
-        p.sub_(buf * o.lr);
+        buf.mul_(o.momentum()).add_(g / avg);
+        p.sub_(buf * o.lr());
       } else {
-        p.sub_(g / avg * o.lr);
+        p.sub_(g / avg * o.lr());
       }
     }
   }

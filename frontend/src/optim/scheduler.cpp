@@ -8,7 +8,7 @@
 namespace kiln::optim {
 
 LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {
-  for (const auto& g : optimizer.param_groups()) base_lrs_.push_back(g.options->lr);
+  for (const auto& g : optimizer.param_groups()) base_lrs_.push_back(g.options->lr());
 }
 
 void LRScheduler::step() {
@@ -25,12 +25,12 @@ void LRScheduler::set_step(int64_t t) {
 void LRScheduler::apply() {
   auto& groups = optimizer_.param_groups();
   for (size_t i = 0; i < groups.size() && i < base_lrs_.size(); ++i)
-    groups[i].options->lr = lr_at(base_lrs_[i], step_);
+    groups[i].options->lr(lr_at(base_lrs_[i], step_));
 }
 
 std::vector<double> LRScheduler::get_last_lr() const {
   std::vector<double> out;
-  for (const auto& g : optimizer_.param_groups()) out.push_back(g.options->lr);
+  for (const auto& g : optimizer_.param_groups()) out.push_back(g.options->lr());
   return out;
 }
 

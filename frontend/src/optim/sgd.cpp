@@ -9,9 +9,9 @@ namespace kiln::optim {
 
 namespace {
 void check(const SGDOptions& o) {
-  KILN_CHECK(o.momentum_ >= 0 && o.weight_decay_ >= 0, "SGD: momentum and weight_decay must be "
+  KILN_CHECK(o.momentum() >= 0 && o.weight_decay() >= 0, "SGD: momentum and weight_decay must be "
              "non-negative");
-  KILN_CHECK(!o.nesterov_ || (o.momentum_ > 0 && o.dampening_ == 0),
+  KILN_CHECK(!o.nesterov() || (o.momentum() > 0 && o.dampening() == 0),
              "SGD: nesterov needs momentum > 0 and dampening 0");
 }
 }  // namespace
@@ -32,10 +32,10 @@ void SGD::step() {
     for (auto& p : group.params) {
       Tensor g = p.grad();
       if (!g.defined()) continue;
-      if (o.momentum_ == 0) {
+      if (o.momentum() == 0) {
         // Plain SGD: two elementwise ops, no state.
-        Tensor d = o.weight_decay_ != 0 ? g + p * o.weight_decay_ : g;
-        p.sub_(d * o.lr);
+        Tensor d = o.weight_decay() != 0 ? g + p * o.weight_decay() : g;
+        p.sub_(d * o.lr());
         continue;
       }
       bool first = !has_state(p, "momentum_buffer");
@@ -43,10 +43,10 @@ void SGD::step() {
       if (first) buf = empty_like(p);
       Tensor gc = g.to(p.dtype());
       detail::dispatch(detail::OpId::sgd_step, {gc.impl().get()}, {p.impl().get(), buf.impl().get()},
-                       {detail::float_attr("lr", o.lr), detail::float_attr("momentum", o.momentum_),
-                        detail::float_attr("dampening", o.dampening_),
-                        detail::float_attr("weight_decay", o.weight_decay_),
-                        detail::int_attr("nesterov", o.nesterov_),
+                       {detail::float_attr("lr", o.lr()), detail::float_attr("momentum", o.momentum()),
+                        detail::float_attr("dampening", o.dampening()),
+                        detail::float_attr("weight_decay", o.weight_decay()),
+                        detail::int_attr("nesterov", o.nesterov()),
                         detail::int_attr("first_step", first)});
       p.impl()->storage->version++;
     }

@@ -32,12 +32,21 @@ class Linear : public Module {
   int64_t in_, out_;
 };
 
+/// Like every options struct: `o.stride(2)` sets and returns the options, `o.stride()`
+/// reads.
 struct Conv2dOptions {
   Conv2dOptions& stride(Size2 s) { stride_ = s; return *this; }
   Conv2dOptions& padding(Size2 p) { padding_ = p; return *this; }
   Conv2dOptions& dilation(Size2 d) { dilation_ = d; return *this; }
   Conv2dOptions& groups(int64_t g) { groups_ = g; return *this; }
   Conv2dOptions& bias(bool b) { bias_ = b; return *this; }
+  Size2 stride() const { return stride_; }
+  Size2 padding() const { return padding_; }
+  Size2 dilation() const { return dilation_; }
+  int64_t groups() const { return groups_; }
+  bool bias() const { return bias_; }
+
+ private:
   Size2 stride_ = 1, padding_ = 0, dilation_ = 1;
   int64_t groups_ = 1;
   bool bias_ = true;
@@ -61,10 +70,33 @@ class Conv2d : public Module {
   Conv2dOptions options_;
 };
 
+struct MaxPool2dOptions {
+  explicit MaxPool2dOptions(Size2 kernel_size) : kernel_size_(kernel_size) {}
+  /// Default: the kernel size.
+  MaxPool2dOptions& stride(Size2 s) { stride_ = s; return *this; }
+  MaxPool2dOptions& padding(Size2 p) { padding_ = p; return *this; }
+  MaxPool2dOptions& dilation(Size2 d) { dilation_ = d; return *this; }
+  MaxPool2dOptions& ceil_mode(bool c) { ceil_mode_ = c; return *this; }
+  Size2 kernel_size() const { return kernel_size_; }
+  std::optional<Size2> stride() const { return stride_; }
+  Size2 padding() const { return padding_; }
+  Size2 dilation() const { return dilation_; }
+  bool ceil_mode() const { return ceil_mode_; }
+
+ private:
+  Size2 kernel_size_;
+  std::optional<Size2> stride_;
+  Size2 padding_ = 0, dilation_ = 1;
+  bool ceil_mode_ = false;
+};
+
+/// MaxPool2d(2), or MaxPool2d(MaxPool2dOptions(3).stride(2).padding(1)).
 class MaxPool2d : public Module {
  public:
   explicit MaxPool2d(Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
                      Size2 padding = 0, Size2 dilation = 1, bool ceil_mode = false);
+  explicit MaxPool2d(const MaxPool2dOptions& o)
+      : MaxPool2d(o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode()) {}
   Tensor forward(const Tensor& x) override;
   std::shared_ptr<Module> clone() const override;
 
@@ -74,10 +106,33 @@ class MaxPool2d : public Module {
   bool ceil_mode_;
 };
 
+struct AvgPool2dOptions {
+  explicit AvgPool2dOptions(Size2 kernel_size) : kernel_size_(kernel_size) {}
+  /// Default: the kernel size.
+  AvgPool2dOptions& stride(Size2 s) { stride_ = s; return *this; }
+  AvgPool2dOptions& padding(Size2 p) { padding_ = p; return *this; }
+  AvgPool2dOptions& ceil_mode(bool c) { ceil_mode_ = c; return *this; }
+  AvgPool2dOptions& count_include_pad(bool c) { count_include_pad_ = c; return *this; }
+  Size2 kernel_size() const { return kernel_size_; }
+  std::optional<Size2> stride() const { return stride_; }
+  Size2 padding() const { return padding_; }
+  bool ceil_mode() const { return ceil_mode_; }
+  bool count_include_pad() const { return count_include_pad_; }
+
+ private:
+  Size2 kernel_size_;
+  std::optional<Size2> stride_;
+  Size2 padding_ = 0;
+  bool ceil_mode_ = false, count_include_pad_ = true;
+};
+
+/// AvgPool2d(2), or AvgPool2d(AvgPool2dOptions(3).stride(1).padding(1)).
 class AvgPool2d : public Module {
  public:
   explicit AvgPool2d(Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
                      Size2 padding = 0, bool ceil_mode = false, bool count_include_pad = true);
+  explicit AvgPool2d(const AvgPool2dOptions& o)
+      : AvgPool2d(o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad()) {}
   Tensor forward(const Tensor& x) override;
   std::shared_ptr<Module> clone() const override;
 
@@ -95,6 +150,25 @@ class AdaptiveAvgPool2d : public Module {
 
  private:
   Size2 output_size_;
+};
+
+/// BatchNorm1d(64), or BatchNorm2d(BatchNormOptions(64).eps(1e-3).momentum(0.01)).
+struct BatchNormOptions {
+  explicit BatchNormOptions(int64_t num_features) : num_features_(num_features) {}
+  BatchNormOptions& eps(double v) { eps_ = v; return *this; }
+  BatchNormOptions& momentum(double v) { momentum_ = v; return *this; }
+  BatchNormOptions& affine(bool v) { affine_ = v; return *this; }
+  BatchNormOptions& track_running_stats(bool v) { track_running_stats_ = v; return *this; }
+  int64_t num_features() const { return num_features_; }
+  double eps() const { return eps_; }
+  double momentum() const { return momentum_; }
+  bool affine() const { return affine_; }
+  bool track_running_stats() const { return track_running_stats_; }
+
+ private:
+  int64_t num_features_;
+  double eps_ = 1e-5, momentum_ = 0.1;
+  bool affine_ = true, track_running_stats_ = true;
 };
 
 /// Batch normalization over [N, C] (BatchNorm1d, also [N, C, L]) or [N, C, H, W]
@@ -125,6 +199,8 @@ class BatchNorm1d : public BatchNorm {
   explicit BatchNorm1d(int64_t num_features, double eps = 1e-5, double momentum = 0.1,
                        bool affine = true, bool track_running_stats = true)
       : BatchNorm("BatchNorm1d", 2, num_features, eps, momentum, affine, track_running_stats) {}
+  explicit BatchNorm1d(const BatchNormOptions& o)
+      : BatchNorm1d(o.num_features(), o.eps(), o.momentum(), o.affine(), o.track_running_stats()) {}
   std::shared_ptr<Module> clone() const override;
 };
 
@@ -133,13 +209,33 @@ class BatchNorm2d : public BatchNorm {
   explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1,
                        bool affine = true, bool track_running_stats = true)
       : BatchNorm("BatchNorm2d", 4, num_features, eps, momentum, affine, track_running_stats) {}
+  explicit BatchNorm2d(const BatchNormOptions& o)
+      : BatchNorm2d(o.num_features(), o.eps(), o.momentum(), o.affine(), o.track_running_stats()) {}
   std::shared_ptr<Module> clone() const override;
 };
 
+struct LayerNormOptions {
+  explicit LayerNormOptions(std::vector<int64_t> normalized_shape)
+      : normalized_shape_(std::move(normalized_shape)) {}
+  LayerNormOptions& eps(double v) { eps_ = v; return *this; }
+  LayerNormOptions& elementwise_affine(bool v) { elementwise_affine_ = v; return *this; }
+  const std::vector<int64_t>& normalized_shape() const { return normalized_shape_; }
+  double eps() const { return eps_; }
+  bool elementwise_affine() const { return elementwise_affine_; }
+
+ private:
+  std::vector<int64_t> normalized_shape_;
+  double eps_ = 1e-5;
+  bool elementwise_affine_ = true;
+};
+
+/// LayerNorm({64}), or LayerNorm(LayerNormOptions({64}).eps(1e-6)).
 class LayerNorm : public Module {
  public:
   explicit LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5,
                      bool elementwise_affine = true);
+  explicit LayerNorm(const LayerNormOptions& o)
+      : LayerNorm(o.normalized_shape(), o.eps(), o.elementwise_affine()) {}
   Tensor forward(const Tensor& x) override;
   std::shared_ptr<Module> clone() const override;
   Tensor weight, bias;

@@ -17,12 +17,19 @@ namespace kiln::optim {
 
 struct AdamOptions : OptimizerOptions {
   explicit AdamOptions(double lr = 1e-3) : OptimizerOptions(lr) {}
+  using OptimizerOptions::lr;
+  AdamOptions& lr(double v) { lr_ = v; return *this; }
   AdamOptions& betas(std::pair<double, double> b) { betas_ = b; return *this; }
   AdamOptions& eps(double v) { eps_ = v; return *this; }
   AdamOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
+  std::pair<double, double> betas() const { return betas_; }
+  double eps() const { return eps_; }
+  double weight_decay() const { return weight_decay_; }
   std::unique_ptr<OptimizerOptions> clone() const override {
     return std::make_unique<AdamOptions>(*this);
   }
+
+ protected:
   std::pair<double, double> betas_{0.9, 0.999};
   double eps_ = 1e-8, weight_decay_ = 0;
 };
@@ -30,6 +37,14 @@ struct AdamOptions : OptimizerOptions {
 /// AdamW's default weight decay is 0.01 (PyTorch's).
 struct AdamWOptions : AdamOptions {
   explicit AdamWOptions(double lr = 1e-3) : AdamOptions(lr) { weight_decay_ = 1e-2; }
+  using AdamOptions::betas;
+  using AdamOptions::eps;
+  using AdamOptions::lr;
+  using AdamOptions::weight_decay;
+  AdamWOptions& lr(double v) { lr_ = v; return *this; }
+  AdamWOptions& betas(std::pair<double, double> b) { betas_ = b; return *this; }
+  AdamWOptions& eps(double v) { eps_ = v; return *this; }
+  AdamWOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
   std::unique_ptr<OptimizerOptions> clone() const override {
     return std::make_unique<AdamWOptions>(*this);
   }

@@ -24,12 +24,18 @@
 
 namespace kiln::optim {
 
-/// Options shared by every algorithm; each derives its own.
+/// Options shared by every algorithm; each derives its own. Like every options
+/// struct in Kiln (and PyTorch's C++ API): `o.lr(0.1)` sets and returns the options,
+/// `o.lr()` reads.
 struct OptimizerOptions {
-  explicit OptimizerOptions(double lr) : lr(lr) {}
+  explicit OptimizerOptions(double lr) : lr_(lr) {}
   virtual ~OptimizerOptions() = default;
   virtual std::unique_ptr<OptimizerOptions> clone() const = 0;
-  double lr;
+  double lr() const { return lr_; }
+  OptimizerOptions& lr(double v) { lr_ = v; return *this; }
+
+ protected:
+  double lr_;
 };
 
 struct ParamGroup {

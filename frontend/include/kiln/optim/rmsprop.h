@@ -15,14 +15,23 @@ namespace kiln::optim {
 
 struct RMSpropOptions : OptimizerOptions {
   explicit RMSpropOptions(double lr = 1e-2) : OptimizerOptions(lr) {}
+  using OptimizerOptions::lr;
+  RMSpropOptions& lr(double v) { lr_ = v; return *this; }
   RMSpropOptions& alpha(double v) { alpha_ = v; return *this; }
   RMSpropOptions& eps(double v) { eps_ = v; return *this; }
   RMSpropOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
   RMSpropOptions& momentum(double v) { momentum_ = v; return *this; }
   RMSpropOptions& centered(bool v) { centered_ = v; return *this; }
+  double alpha() const { return alpha_; }
+  double eps() const { return eps_; }
+  double weight_decay() const { return weight_decay_; }
+  double momentum() const { return momentum_; }
+  bool centered() const { return centered_; }
   std::unique_ptr<OptimizerOptions> clone() const override {
     return std::make_unique<RMSpropOptions>(*this);
   }
+
+ private:
   double alpha_ = 0.99, eps_ = 1e-8, weight_decay_ = 0, momentum_ = 0;
   bool centered_ = false;
 };

@@ -11,6 +11,7 @@
 #include "kiln/sdk/versioned.h"
 #include "logging.h"
 #include "system_info.h"
+#include "kernels/blas.h"
 #include "thread_pool.h"
 
 namespace kiln::cpu {
@@ -97,7 +98,7 @@ kiln_status* set_num_threads(void*, int32_t num_threads) {
     KILN_SDK_CHECK(num_threads >= 1 && num_threads <= kMaxThreads, KILN_STATUS_INVALID_ARGUMENT,
                    "the thread count must be between 1 and ", kMaxThreads, ", got ", num_threads);
     pool().resize(num_threads);
-    openblas_set_num_threads(num_threads);
+    set_blas_threads(num_threads);
   });
 }
 

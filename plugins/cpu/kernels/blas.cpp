@@ -27,4 +27,12 @@ SerialBlasScope::~SerialBlasScope() {
   if (--serial_depth == 0 && saved_threads != 1) openblas_set_num_threads(saved_threads);
 }
 
+void set_blas_threads(int num_threads) {
+  std::lock_guard lock(serial_mutex);
+  if (serial_depth > 0)
+    saved_threads = num_threads;  // an op is running serially: the last scope restores it
+  else
+    openblas_set_num_threads(num_threads);
+}
+
 }  // namespace kiln::cpu

@@ -7,8 +7,8 @@
 // threads, which spin for a long while after every threaded call; letting them and
 // the pool's workers take turns on the same cores made two threads slower than one.
 // So every kernel that calls gemm() holds a SerialBlasScope, entered on the op's
-// calling thread around its parallel region; nothing else in the plugin touches
-// OpenBLAS's thread count after init.
+// calling thread around its parallel region; after init, only set_blas_threads
+// (kiln::set_num_threads) changes OpenBLAS's thread count, under the same lock.
 #ifndef KILN_CPU_KERNELS_BLAS_H
 #define KILN_CPU_KERNELS_BLAS_H
 
@@ -35,6 +35,11 @@ class SerialBlasScope {
   SerialBlasScope(const SerialBlasScope&) = delete;
   SerialBlasScope& operator=(const SerialBlasScope&) = delete;
 };
+
+/// Sets OpenBLAS's thread count for BLAS calls made outside Kiln's ops (the
+/// "kiln.threads.v1" extension): at once when no SerialBlasScope is alive, else when
+/// the last one ends, so a GEMM running serially is never switched to threaded.
+void set_blas_threads(int num_threads);
 
 /// c = alpha * op(a) @ op(b) + beta * c, row-major, m x n result, inner size k.
 inline void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,

@@ -161,3 +161,33 @@ TEST(Module, EmbeddingLayerNormAndActivations) {
 }
 
 }  // namespace
+
+namespace {
+
+struct InPlaceNet : kiln::nn::Module {
+  InPlaceNet() {
+    fc1 = register_module<kiln::nn::Linear>("fc1", 4, 3);
+    fc2 = register_module<kiln::nn::Linear>("fc2", 3, 2, /*bias=*/false);
+  }
+  kiln::Tensor forward(const kiln::Tensor& x) override { return (*fc2)((*fc1)(x).relu()); }
+  std::shared_ptr<kiln::nn::Linear> fc1, fc2;
+};
+
+TEST(Module, SubmodulesBuiltInPlace) {
+  InPlaceNet net;
+  std::vector<std::string> names;
+  for (const auto& [name, p] : net.named_parameters()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"fc1.weight", "fc1.bias", "fc2.weight"}));
+  EXPECT_EQ(net.fc1->weight.shape().vec(), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(net(kiln::randn({5, 4})).shape().vec(), (std::vector<int64_t>{5, 2}));
+
+  kiln::nn::Sequential seq;
+  auto linear = seq.push_back<kiln::nn::Linear>(4, 2);
+  seq.push_back<kiln::nn::ReLU>();
+  EXPECT_EQ(seq.size(), 2u);
+  EXPECT_EQ(seq[0], linear) << "push_back<M> returns the module it appended";
+  EXPECT_EQ(seq.named_parameters().front().first, "0.weight");
+  EXPECT_GE(seq(kiln::randn({3, 4})).min().item<float>(), 0.0f);
+}
+
+}  // namespace

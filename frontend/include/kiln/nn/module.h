@@ -4,8 +4,8 @@
 ///
 ///   struct Net : kiln::nn::Module {
 ///     Net() {
-///       fc1 = register_module("fc1", std::make_shared<kiln::nn::Linear>(784, 128));
-///       fc2 = register_module("fc2", std::make_shared<kiln::nn::Linear>(128, 10));
+///       fc1 = register_module<kiln::nn::Linear>("fc1", 784, 128);
+///       fc2 = register_module<kiln::nn::Linear>("fc2", 128, 10);
 ///     }
 ///     kiln::Tensor forward(const kiln::Tensor& x) override {
 ///       return fc2->forward(fc1->forward(x.flatten(1)).relu());
@@ -17,6 +17,7 @@
 /// `to(device)` and `load_state_dict` replace their data in place (set_data), so
 /// every handle — the field, an optimizer's list — sees the change.
 
+#include <concepts>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -56,6 +57,12 @@ class Module {
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     add_child(name, module);
     return module;
+  }
+  /// Builds the submodule in place: fc1 = register_module<nn::Linear>("fc1", 784, 128).
+  template <typename M, typename... Args>
+    requires std::derived_from<M, Module> && std::constructible_from<M, Args...>
+  std::shared_ptr<M> register_module(const std::string& name, Args&&... args) {
+    return register_module(name, std::make_shared<M>(std::forward<Args>(args)...));
   }
 
   // -- access ----------------------------------------------------------------------------

@@ -318,6 +318,14 @@ class Sequential : public Module {
   Sequential() : Module("Sequential") {}
   explicit Sequential(std::vector<std::shared_ptr<Module>> modules);
   void push_back(std::shared_ptr<Module> module);
+  /// Builds a module in place and appends it: push_back<nn::Linear>(784, 128).
+  template <typename M, typename... Args>
+    requires std::derived_from<M, Module> && std::constructible_from<M, Args...>
+  std::shared_ptr<M> push_back(Args&&... args) {
+    auto module = std::make_shared<M>(std::forward<Args>(args)...);
+    push_back(std::shared_ptr<Module>(module));
+    return module;
+  }
   Tensor forward(const Tensor& x) override;
   std::shared_ptr<Module> clone() const override;
   size_t size() const { return modules_.size(); }

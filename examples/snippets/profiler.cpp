@@ -27,5 +27,5 @@ p.stop();
 p.export_chrome_trace("trace.json");                // open in ui.perfetto.dev or chrome://tracing
 std::cout << p.key_averages().table(prof::SortBy::HostSelf, 10);
   // [/readme]
-  return std::filesystem::file_size("trace.json") > 0 ? 0 : 1;
+  return std::filesystem::exists("trace.json") && std::filesystem::file_size("trace.json") > 0 ? 0 : 1;
 }

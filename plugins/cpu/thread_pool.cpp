@@ -37,13 +37,8 @@ bool spin_until(const Ready& ready) {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int num_threads)
-    : num_threads_(std::max(1, num_threads)),
-      capacity_(std::max(1, num_threads)),
-      claimed_(new std::atomic<bool>[static_cast<size_t>(capacity_)]) {
-  for (int i = 0; i < capacity_; ++i) claimed_[i].store(false, std::memory_order_relaxed);
-  workers_.reserve(static_cast<size_t>(capacity_ - 1));
-  for (int i = 1; i < capacity_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+ThreadPool::ThreadPool(int num_threads) : num_threads_(1), claimed_(new std::atomic<bool>[1]{}) {
+  resize(num_threads);
 }
 
 void ThreadPool::resize(int num_threads) {
@@ -51,12 +46,14 @@ void ThreadPool::resize(int num_threads) {
   // Holding submit_mutex_, no job is running (submitters try_lock it, and run inline
   // while it is held); workers read claimed_ only inside a job.
   std::lock_guard submit(submit_mutex_);
-  if (num_threads > capacity_) {
-    std::unique_ptr<std::atomic<bool>[]> claimed(new std::atomic<bool>[static_cast<size_t>(num_threads)]);
-    for (int i = 0; i < num_threads; ++i) claimed[i].store(false, std::memory_order_relaxed);
+  // Worker i is workers_[i - 1]; the caller of parallel_for is thread 0. If starting a
+  // thread fails (std::system_error, a status for the caller), the workers started so
+  // far stay and the count stays as it was: claimed_ already covers them.
+  const int threads = static_cast<int>(workers_.size()) + 1;
+  if (num_threads > threads) {
+    std::unique_ptr<std::atomic<bool>[]> claimed(new std::atomic<bool>[static_cast<size_t>(num_threads)]{});
     claimed_ = std::move(claimed);
-    for (int i = capacity_; i < num_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
-    capacity_ = num_threads;
+    for (int i = threads; i < num_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
   }
   num_threads_.store(num_threads, std::memory_order_relaxed);
 }

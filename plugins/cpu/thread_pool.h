@@ -94,9 +94,8 @@ class ThreadPool {
   // unclaimed chunk, until none are left.
   void work_on_job(int preferred);
 
-  std::atomic<int> num_threads_;  // threads a job uses; written under submit_mutex_
-  int capacity_;                  // workers_.size() + 1; guarded by submit_mutex_
-  std::vector<std::thread> workers_;
+  std::atomic<int> num_threads_;     // threads a job uses; written under submit_mutex_
+  std::vector<std::thread> workers_;  // every worker started so far; grows under submit_mutex_
 
   std::mutex submit_mutex_;  // one job at a time; try_lock so a busy pool runs inline
 
@@ -117,7 +116,7 @@ class ThreadPool {
   int64_t job_end_ = 0;
   int64_t job_chunk_ = 0;
   int64_t job_num_chunks_ = 0;
-  std::unique_ptr<std::atomic<bool>[]> claimed_;  // per chunk; capacity_ of them
+  std::unique_ptr<std::atomic<bool>[]> claimed_;  // per chunk; one per thread started
   std::atomic<int> workers_in_job_{0};            // joined under wake_mutex_, left without it
   std::exception_ptr job_error_;                  // first exception; guarded by wake_mutex_
 

@@ -292,6 +292,7 @@ std::vector<Tensor> run_backward(const char* what, const std::vector<Tensor>& ou
     std::vector<Tensor> grads;
     int dependencies = 0;
     bool needed = true;  // on a path to an input (always, for backward())
+    bool runs = true;    // applied; for grad(), only if it leads on to another input
   };
   std::unordered_map<Node*, Task> tasks;
   std::vector<std::pair<Edge, Tensor>> roots;
@@ -348,9 +349,10 @@ std::vector<Tensor> run_backward(const char* what, const std::vector<Tensor>& ou
     std::sort(order.begin(), order.end(),
               [](Node* a, Node* b) { return a->sequence_nr < b->sequence_nr; });
     for (Node* node : order) {
-      bool needed = captures.contains(node);
-      for (const Edge& e : node->next_edges) needed |= e.valid() && tasks[e.node.get()].needed;
-      tasks[node].needed = needed;
+      Task& task = tasks[node];
+      task.runs = false;  // a leaf's accumulator never runs
+      for (const Edge& e : node->next_edges) task.runs |= e.valid() && tasks[e.node.get()].needed;
+      task.needed = task.runs || captures.contains(node);
     }
   }
   for (Node* node : reachable) {
@@ -384,10 +386,7 @@ std::vector<Tensor> run_backward(const char* what, const std::vector<Tensor>& ou
     if (inputs) {
       if (auto it = captures.find(node); it != captures.end())
         for (auto [input, slot] : it->second) captured[input] = grads[slot];
-      // Only what leads to another input runs; a leaf's accumulator never does.
-      bool leads_on = false;
-      for (const Edge& e : node->next_edges) leads_on |= e.valid() && tasks[e.node.get()].needed;
-      if (!leads_on) continue;
+      if (!task.runs) continue;
     } else {
       for (auto& hook : node->pre_hooks) hook(grads);
     }

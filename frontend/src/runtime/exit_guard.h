@@ -4,14 +4,14 @@
 // Kiln ops, the exit runs library destructors under them: OpenBLAS frees its buffers
 // and stops its threads while another thread is in cblas_sgemm, and the process dies
 // with SIGSEGV. Kiln makes that exit orderly: every call into a plugin runs inside a
-// PluginCallScope, and an atexit handler (registered with the first scope, so it runs
-// before the libraries' destructors) marks the process as exiting, waits (at most
-// 2 s) for the other threads' calls in flight to return, and from then on parks any
-// other thread that tries to enter a plugin: it sleeps until the process is gone, or
-// at most 2 s, after which it goes on (a thread the exit itself waits for, one a
-// static destructor joins, must not hang the exit). Freeing memory never parks: the
-// exit's own destructors (the MPI group's worker, say) free tensors on other threads.
-// The exiting thread itself goes on.
+// PluginCallScope, and an atexit handler (registered as plugins load, so that it runs
+// before their destructors; see arm_exit_guard below) marks the process as exiting,
+// waits (at most 2 s) for the other threads' calls in flight to return, and from then
+// on parks any other thread that tries to enter a plugin: it sleeps until the process
+// is gone, or at most 2 s, after which it goes on (a thread the exit itself waits for,
+// one a static destructor joins, must not hang the exit). Freeing memory never parks:
+// the exit's own destructors (the MPI group's worker, say) free tensors on other
+// threads. The exiting thread itself goes on.
 //
 // Exit handlers run in the reverse order of their registration, so the handler must be
 // registered after whatever a plugin registers for its statics' destructors (the kit's

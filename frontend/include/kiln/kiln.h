@@ -24,6 +24,7 @@
 #include "kiln/error.h"
 #include "kiln/io/safetensors.h"
 #include "kiln/nn.h"
+#include "kiln/custom_op.h"
 #include "kiln/ops.h"
 #include "kiln/optim.h"
 #include "kiln/profiler.h"

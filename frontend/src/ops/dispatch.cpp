@@ -194,10 +194,11 @@ std::shared_ptr<TensorImpl> contiguous_temp(const TensorImpl& t) {
   return tmp;
 }
 
-// Runs a kernel that needs contiguous operands on contiguous temporaries.
-void run_with_contiguous(OpId op, uint32_t flags, std::span<const TensorImpl* const> inputs,
-                         std::span<const TensorImpl* const> outputs,
-                         std::span<const kiln_attr> attrs) {
+// Runs a kernel that needs contiguous operands on contiguous temporaries:
+// `run(inputs, outputs)` dispatches the op itself.
+template <class Run>
+void run_with_contiguous(uint32_t flags, std::span<const TensorImpl* const> inputs,
+                         std::span<const TensorImpl* const> outputs, const Run& run) {
   std::vector<std::shared_ptr<TensorImpl>> keep;
   std::vector<const TensorImpl*> in(inputs.begin(), inputs.end());
   std::vector<const TensorImpl*> out(outputs.begin(), outputs.end());
@@ -218,7 +219,7 @@ void run_with_contiguous(OpId op, uint32_t flags, std::span<const TensorImpl* co
       t = keep.back().get();
     }
   }
-  dispatch(op, in, out, attrs);
+  run(std::span<const TensorImpl* const>(in), std::span<const TensorImpl* const>(out));
   for (auto [tmp, dst] : write_back) dispatch(OpId::copy, {tmp}, {dst});
 }
 
@@ -234,13 +235,26 @@ bool layout_ok(uint32_t flags, std::span<const TensorImpl* const> inputs,
 }
 
 // Whether the native kernel takes these arguments (no supports() means all).
-bool kernel_supports(const KernelSlot& slot, const kiln_op_args& args, DeviceContext* dev, OpId op) {
+bool kernel_supports(const KernelSlot& slot, const kiln_op_args& args, DeviceContext* dev,
+                     const char* name) {
   if (!slot.kernel.supports) return true;
   try {
     return slot.kernel.supports(slot.kernel.context, &args) != 0;
   } catch (...) {
-    throw_abi_violation(dev->api()->name, concat(op_name(op), " supports()"));
+    throw_abi_violation(dev->api()->name, concat(name, " supports()"));
   }
+}
+
+// Calls the kernel with `args` and turns its status into kiln::Error.
+void run_kernel(const KernelSlot& slot, const kiln_op_args& args, DeviceContext* dev,
+                const char* name) {
+  kiln_status* status;
+  try {
+    status = slot.kernel.run(slot.kernel.context, &args);
+  } catch (...) {
+    throw_abi_violation(dev->api()->name, name);
+  }
+  dev->check(status, name);
 }
 
 
@@ -261,21 +275,15 @@ bool kernel_supports(const KernelSlot& slot, const kiln_op_args& args, DeviceCon
                     attrs.data(),         attrs.size(), nullptr};
 
   if (slot.state.load(std::memory_order_relaxed) == KernelSlot::State::Native &&
-      kernel_supports(slot, args, dev, op)) [[likely]] {
+      kernel_supports(slot, args, dev, op_name(op))) [[likely]] {
     if (!layout_ok(slot.kernel.flags, inputs, outputs)) [[unlikely]] {
       // A copy kernel that cannot read strided input cannot make it contiguous
       // either: let the CPU plugin do it.
       if (op == OpId::copy) return run_on_cpu(op, dev, inputs, outputs, attrs);
-      return run_with_contiguous(op, slot.kernel.flags, inputs, outputs, attrs);
+      return run_with_contiguous(slot.kernel.flags, inputs, outputs,
+                                 [&](auto in, auto out) { dispatch(op, in, out, attrs); });
     }
-    kiln_status* status;
-    try {
-      status = slot.kernel.run(slot.kernel.context, &args);
-    } catch (...) {
-      throw_abi_violation(dev->api()->name, op_name(op));
-    }
-    dev->check(status, op_name(op));
-    return;
+    return run_kernel(slot, args, dev, op_name(op));
   }
   run_on_cpu(op, dev, inputs, outputs, attrs);
 }
@@ -285,9 +293,56 @@ bool kernel_supports(const KernelSlot& slot, const kiln_op_args& args, DeviceCon
 void dispatch(OpId op, std::span<const TensorImpl* const> inputs,
               std::span<const TensorImpl* const> outputs, std::span<const kiln_attr> attrs) {
   PluginCallScope in_plugin;  // an orderly exit waits for this op (runtime/exit_guard.h)
-  if (profiler_active()) [[unlikely]]
-    return profiled_dispatch(&dispatch_unprofiled, op, inputs, outputs, attrs);
+  if (profiler_active()) [[unlikely]] {
+    struct Call {
+      OpId op;
+      std::span<const TensorImpl* const> inputs, outputs;
+      std::span<const kiln_attr> attrs;
+    } call{op, inputs, outputs, attrs};
+    return profiled_dispatch(op_name(op), inputs, outputs, [](void* c) {
+      auto& call = *static_cast<Call*>(c);
+      dispatch_unprofiled(call.op, call.inputs, call.outputs, call.attrs);
+    }, &call);
+  }
   dispatch_unprofiled(op, inputs, outputs, attrs);
+}
+
+void dispatch_named(const std::string& name, int32_t version,
+                    std::span<const TensorImpl* const> inputs,
+                    std::span<const TensorImpl* const> outputs, std::span<const kiln_attr> attrs) {
+  PluginCallScope in_plugin;
+  KILN_CHECK(inputs.size() <= kMaxOperands && outputs.size() <= kMaxOperands, name,
+             ": too many operands (at most ", kMaxOperands, " inputs and ", kMaxOperands,
+             " outputs)");
+  DeviceContext* dev = (outputs.empty() ? inputs[0] : outputs[0])->device();
+  const KernelSlot& slot = dev->named_kernel(name, version);
+  if (slot.state.load(std::memory_order_acquire) != KernelSlot::State::Native)
+    throw Error(concat(name, " (version ", version, ") has no kernel on ", dev->name(),
+                       ": plugin '", dev->api()->name, "' does not provide it. An op outside "
+                       "the catalogue runs only on the devices of the plugin that defines "
+                       "it (loaded: ", Registry::get().describe_loaded(), ")"));
+  auto run = [&] {
+    kiln_tensor_view in[kMaxOperands];
+    kiln_tensor_view out[kMaxOperands];
+    for (size_t i = 0; i < inputs.size(); ++i) fill_view(in[i], *inputs[i]);
+    for (size_t i = 0; i < outputs.size(); ++i) fill_view(out[i], *outputs[i]);
+    kiln_op_args args{sizeof(kiln_op_args), in, inputs.size(), out, outputs.size(),
+                      attrs.data(),         attrs.size(), nullptr};
+    if (!kernel_supports(slot, args, dev, name.c_str()))
+      throw Error(concat(name, ": ", dev->name(), " declined these operands: ",
+                         describe_operands(inputs, outputs), " (its supports() said no)"));
+    if (layout_ok(slot.kernel.flags, inputs, outputs)) return run_kernel(slot, args, dev, name.c_str());
+    // Copies to contiguous temporaries, then the kernel on those.
+    run_with_contiguous(slot.kernel.flags, inputs, outputs, [&](auto in_c, auto out_c) {
+      for (size_t i = 0; i < in_c.size(); ++i) fill_view(in[i], *in_c[i]);
+      for (size_t i = 0; i < out_c.size(); ++i) fill_view(out[i], *out_c[i]);
+      run_kernel(slot, args, dev, name.c_str());
+    });
+  };
+  if (profiler_active()) [[unlikely]]
+    return profiled_dispatch(name.c_str(), inputs, outputs,
+                             [](void* r) { (*static_cast<decltype(run)*>(r))(); }, &run);
+  run();
 }
 
 }  // namespace kiln::detail

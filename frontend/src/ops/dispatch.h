@@ -52,6 +52,14 @@ inline void dispatch(OpId op, Operands inputs, Operands outputs,
            std::span(attrs.begin(), attrs.size()));
 }
 
+/// Runs the op `name` at `version` that is not in the catalogue (a plugin's own,
+/// "acme.fused_gelu"; kiln::call_op validated the operands) on the device of the first
+/// output (or input). No CPU fallback: throws kiln::Error when that device's plugin
+/// lacks the op or its supports() declines the operands.
+void dispatch_named(const std::string& name, int32_t version,
+                    std::span<const TensorImpl* const> inputs,
+                    std::span<const TensorImpl* const> outputs, std::span<const kiln_attr> attrs);
+
 /// For work outside the op table that a device cannot do itself and the frontend does
 /// on the host instead (collectives without a plugin implementation): throws when
 /// KILN_FALLBACK=error, naming `what`; otherwise does nothing.

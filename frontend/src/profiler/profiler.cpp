@@ -153,10 +153,10 @@ void profiler_synchronized(DeviceContext& device) {
   if (it != s.timelines.end() && !it->second.pending.empty()) s.resolve(it->second);
 }
 
-void profiled_dispatch(DispatchFn run, OpId op, std::span<const TensorImpl* const> inputs,
-                       std::span<const TensorImpl* const> outputs,
-                       std::span<const kiln_attr> attrs) {
-  if (this_thread.dispatch_depth > 0) return run(op, inputs, outputs, attrs);
+void profiled_dispatch(const char* name, std::span<const TensorImpl* const> inputs,
+                       std::span<const TensorImpl* const> outputs, void (*run)(void* context),
+                       void* context) {
+  if (this_thread.dispatch_depth > 0) return run(context);
   struct Depth {
     Depth() { ++this_thread.dispatch_depth; }
     ~Depth() { --this_thread.dispatch_depth; }
@@ -165,14 +165,14 @@ void profiled_dispatch(DispatchFn run, OpId op, std::span<const TensorImpl* cons
   DeviceContext& dev = *(outputs.empty() ? inputs[0] : outputs[0])->device();
   Event e;
   e.kind = Event::Kind::Op;
-  e.name = op_name(op);
+  e.name = name;
   e.device = dev.name();
   DeviceTimeline* timeline = nullptr;
   kiln_event *start = nullptr, *end = nullptr;
   uint64_t generation = 0;
   {
     std::lock_guard lock(s.mutex);
-    if (!s.running) return run(op, inputs, outputs, attrs);
+    if (!s.running) return run(context);
     generation = s.generation;
     e.thread = thread_index(s);
     e.id = s.next_id++;
@@ -216,7 +216,7 @@ void profiled_dispatch(DispatchFn run, OpId op, std::span<const TensorImpl* cons
   try {
     if (timeline) dev.record_event(start);
     e.start_ns = s.now_ns();
-    run(op, inputs, outputs, attrs);
+    run(context);
     e.end_ns = s.now_ns();
     if (timeline) dev.record_event(end);
   } catch (...) {

@@ -9,7 +9,6 @@
 
 #include "kiln/c_api.h"
 #include "kiln/profiler.h"
-#include "ops/op_ids.h"
 
 namespace kiln::detail {
 
@@ -19,16 +18,12 @@ class DeviceContext;
 extern std::atomic<bool> g_profiler_active;
 inline bool profiler_active() noexcept { return g_profiler_active.load(std::memory_order_relaxed); }
 
-/// The dispatcher's own body, which profiled_dispatch wraps.
-using DispatchFn = void (*)(OpId op, std::span<const TensorImpl* const> inputs,
-                            std::span<const TensorImpl* const> outputs,
-                            std::span<const kiln_attr> attrs);
-
-/// Runs `run` for `op` and records it as one op event (an op dispatched from inside
-/// another, e.g. the CPU plugin's run of a fallback, is part of the outer one).
-void profiled_dispatch(DispatchFn run, OpId op, std::span<const TensorImpl* const> inputs,
-                       std::span<const TensorImpl* const> outputs,
-                       std::span<const kiln_attr> attrs);
+/// Runs `run(context)`, the dispatch of op `name` (a catalogue op or a plugin-defined
+/// one), and records it as one op event (an op dispatched from inside another, e.g.
+/// the CPU plugin's run of a fallback, is part of the outer one).
+void profiled_dispatch(const char* name, std::span<const TensorImpl* const> inputs,
+                       std::span<const TensorImpl* const> outputs, void (*run)(void* context),
+                       void* context);
 /// `bytes` were allocated on behalf of the op running on this thread.
 void profiler_allocated(size_t bytes) noexcept;
 /// The op running on this thread fell back to the CPU plugin.

@@ -102,22 +102,34 @@ void DeviceContext::check(kiln_status* status, const char* what) const {
 void DeviceContext::resolve(OpId op, KernelSlot& slot) {
   std::lock_guard lock(resolve_mutex_);
   if (slot.state.load(std::memory_order_relaxed) != KernelSlot::State::Unresolved) return;
+  look_up(op_name(op), 1, slot);
+}
+
+const KernelSlot& DeviceContext::named_kernel(const std::string& name, int32_t version) {
+  std::lock_guard lock(resolve_mutex_);
+  KernelSlot& slot = named_kernels_[{name, version}];  // std::map: slots never move
+  if (slot.state.load(std::memory_order_relaxed) == KernelSlot::State::Unresolved)
+    look_up(name.c_str(), version, slot);
+  return slot;
+}
+
+void DeviceContext::look_up(const char* name, int32_t version, KernelSlot& slot) {
   kiln_kernel kernel{};
   kernel.struct_size = sizeof(kiln_kernel);
-  kiln_status* status = call_plugin(api_->name, concat("get_kernel(", op_name(op), ")"),
-                                    [&] { return api_->get_kernel(handle_, op_name(op), 1, &kernel); });
+  const std::string entry = concat("get_kernel(", name, ")");
+  kiln_status* status = call_plugin(api_->name, entry,
+                                    [&] { return api_->get_kernel(handle_, name, version, &kernel); });
   arm_exit_guard();  // after what the lookup built (the kit's kernel table)
   if (status) {
-    // A lookup error is logged and treated as "not provided": the op can still
-    // run through the CPU fallback, and the report shows it.
-    log(KILN_LOG_WARNING, api_->name,
-        concat("get_kernel(", op_name(op), ") failed: ", consume_status(status)));
+    // A lookup error is logged and treated as "not provided": a catalogue op can
+    // still run through the CPU fallback, and the report shows it.
+    log(KILN_LOG_WARNING, api_->name, concat(entry, " failed: ", consume_status(status)));
     kernel.run = nullptr;
   }
   if (kernel.run && kernel.struct_size < KILN_KERNEL_SIZE_1_0) {
     log(KILN_LOG_WARNING, api_->name,
-        concat("get_kernel(", op_name(op), ") returned struct_size ", kernel.struct_size,
-               " < ", KILN_KERNEL_SIZE_1_0, "; ignoring the kernel"));
+        concat(entry, " returned struct_size ", kernel.struct_size, " < ", KILN_KERNEL_SIZE_1_0,
+               "; ignoring the kernel"));
     kernel.run = nullptr;
   }
   slot.kernel = kernel;

@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -61,6 +62,9 @@ class DeviceContext {
       [[unlikely]] resolve(op, slot);
     return slot;
   }
+  /// The kernel for an op outside the catalogue, by name and version ("acme.fused_gelu"
+  /// version 1: kiln::call_op), looked up on first use; slots are kept for the process.
+  const KernelSlot& named_kernel(const std::string& name, int32_t version);
 
   /// Allocates `bytes`; throws kiln::Error (out of memory states sizes) on failure.
   std::shared_ptr<Storage> allocate(size_t bytes);
@@ -99,6 +103,8 @@ class DeviceContext {
   }
 
   void resolve(OpId op, KernelSlot& slot);
+  /// Asks the plugin for (name, version) and fills `slot`; resolve_mutex_ is held.
+  void look_up(const char* name, int32_t version, KernelSlot& slot);
 
   Plugin* plugin_;
   const kiln_plugin_api* api_;
@@ -109,6 +115,7 @@ class DeviceContext {
   bool host_accessible_ = false;
   std::mutex resolve_mutex_;
   std::array<KernelSlot, kNumOps> kernels_;
+  std::map<std::pair<std::string, int32_t>, KernelSlot> named_kernels_;  // resolve_mutex_
 };
 
 struct Plugin {

@@ -15,6 +15,7 @@
  * plugin's `kiln_plugin_api` table, which stays valid for the life of the process
  * (plugins are never unloaded).
  *
+ * @code
  *   const kiln_plugin_api *api = NULL;
  *   kiln_status *s = kiln_plugin_init(&host, &api);     // negotiate versions
  *   api->device_count(api->context, &n);                 // enumerate
@@ -22,6 +23,7 @@
  *   api->allocate(dev, bytes, 64, NULL, &buf, &ptr);     // memory
  *   api->get_kernel(dev, "kiln.add", 1, &kernel);        // look an op up once...
  *   kernel.run(kernel.context, &args);                   // ...call it many times
+ * @endcode
  *
  * Versioning (see api/README.md for the full promise)
  * ---------------------------------------------------

@@ -2,6 +2,7 @@
 /// @file autograd.h
 /// Reverse-mode automatic differentiation on a dynamic tape, as in PyTorch.
 ///
+/// @code
 ///   auto w = kiln::randn({3, 2}).requires_grad_();
 ///   auto loss = kiln::matmul(x, w).relu().sum();
 ///   loss.backward();                 // w.grad() now holds dloss/dw
@@ -9,6 +10,7 @@
 ///     kiln::NoGradGuard no_grad;     // optimizer steps are not recorded
 ///     w.sub_(w.grad() * 0.1);
 ///   }
+/// @endcode
 ///
 /// Every differentiable op records a Node holding what its backward needs; the
 /// output's grad_fn points at it. backward() runs the nodes in reverse topological
@@ -64,9 +66,11 @@ class Node;
 /// require grad. `grad_outputs` as for backward(). An input the outputs do not depend
 /// on is an error, unless `allow_unused` (its gradient is then undefined).
 ///
+/// @code
 ///   auto x = kiln::randn({3}).requires_grad_();
 ///   auto y = (x * x).sum();
 ///   auto dx = kiln::autograd::grad({y}, {x})[0];   // 2 * x; x.grad() stays undefined
+/// @endcode
 ///
 /// Kiln records no graph while computing gradients, so there are no gradients of
 /// gradients (double backward): `create_graph = true` throws kiln::Error.
@@ -150,6 +154,7 @@ Tensor record_function(std::string name, std::shared_ptr<AutogradContext> ctx,
 
 /// A differentiable function written by the user (torch.autograd.Function):
 ///
+/// @code
 ///   struct Cube : kiln::autograd::Function<Cube> {
 ///     static kiln::Tensor forward(kiln::autograd::AutogradContext& ctx, const kiln::Tensor& x) {
 ///       ctx.save_for_backward({x});
@@ -162,6 +167,7 @@ Tensor record_function(std::string name, std::shared_ptr<AutogradContext> ctx,
 ///     }
 ///   };
 ///   auto y = Cube::apply(x);
+/// @endcode
 ///
 /// forward() runs without recording; backward() returns one gradient per Tensor
 /// argument of forward, in order (undefined for "none").

@@ -5,10 +5,12 @@
 /// returns a kernel for the name from get_kernel, as for any catalogue op (the plugin
 /// kit: one KernelTable entry); the program calls it by name:
 ///
+/// @code
 ///   kiln::load_plugins("/opt/acme/lib");                     // or the default folders
 ///   auto x = kiln::randn({1024}).to("acme:0");
 ///   auto y = kiln::empty_like(x);
 ///   kiln::call_op("acme.softplus", {x}, {y}, {{"beta", 2.0}});
+/// @endcode
 ///
 /// The caller allocates the outputs (as the frontend does for catalogue ops); inputs
 /// and outputs must all live on one device, whose plugin must provide the op: there is

@@ -3,9 +3,11 @@
 /// kiln::Device names where a tensor lives: a backend (a plugin's name) and an
 /// index, written "cpu", "cpu:1", "cuda:0", "acme:3".
 ///
+/// @code
 ///   kiln::Device d("cuda:1");          // parse
 ///   kiln::Device e("cpu", 0);          // or build
 ///   kiln::default_device();            // KILN_BACKEND, else cpu:0
+/// @endcode
 ///
 /// A Device is only a name: it is checked against the loaded plugins when it is
 /// first used to create or move a tensor, and an unknown backend or an index out

@@ -3,9 +3,11 @@
 /// Collectives over a group of devices in this process: all-reduce, broadcast,
 /// all-gather, reduce-scatter and barrier, as torch.distributed and NCCL offer them.
 ///
+/// @code
 ///   kiln::distributed::Communicator comm({"cpu:0", "cpu:1"});
 ///   std::vector<kiln::Tensor> grads = {g0, g1};          // g0 on cpu:0, g1 on cpu:1
 ///   comm.all_reduce(grads, kiln::distributed::ReduceOp::Avg);  // both now hold the mean
+/// @endcode
 ///
 /// Rank i of the group is `devices()[i]`; every collective takes one tensor per rank,
 /// tensor i on device i, all of one dtype and element count. When the devices' plugin

@@ -3,8 +3,10 @@
 /// Exchanging tensors with NumPy, PyTorch, CuPy, JAX, ... without copies, through
 /// DLPack (Debian's libdlpack-dev, <dlpack/dlpack.h>):
 ///
+/// @code
 ///   DLManagedTensor* out = kiln::to_dlpack(t);      // hand to torch.utils.dlpack
 ///   kiln::Tensor u = kiln::from_dlpack(managed);     // wrap what another library made
+/// @endcode
 ///
 /// Both directions share memory: a write through one side is seen by the other.
 /// Devices: memory the host can use (cpu, and any plugin whose device is

@@ -3,7 +3,9 @@
 /// kiln::Error, the one exception type Kiln throws, and KILN_CHECK, the one way
 /// frontend code raises it.
 ///
+/// @code
 ///   KILN_CHECK(a.dim() == 2, "matmul: expected a 2-D tensor, got ", a.dim(), "-D");
+/// @endcode
 ///
 /// Messages say what failed and where, with the actual values. After an Error the
 /// process stays usable: no tensor that existed before the failed call changes.

@@ -4,16 +4,20 @@
 /// autograd, nn modules and losses, optimizers and schedulers, datasets and the
 /// DataLoader, safetensors checkpoints, the profiler and the runtime.
 ///
+/// @code
+///   #include <iostream>
 ///   #include <kiln/kiln.h>
 ///   int main() {
 ///     auto x = kiln::randn({2, 3});               // on KILN_BACKEND's device
 ///     std::cout << (x.matmul(x.t()) + 1).relu();
 ///   }
+/// @endcode
 ///
 /// kiln/dlpack.h (which needs libdlpack-dev's header) and kiln/distributed/mpi.h
 /// (Kiln::mpi) are included separately.
 
 #include "kiln/autograd.h"
+#include "kiln/custom_op.h"
 #include "kiln/data/dataloader.h"
 #include "kiln/data/dataset.h"
 #include "kiln/data/mnist.h"
@@ -24,7 +28,6 @@
 #include "kiln/error.h"
 #include "kiln/io/safetensors.h"
 #include "kiln/nn.h"
-#include "kiln/custom_op.h"
 #include "kiln/ops.h"
 #include "kiln/optim.h"
 #include "kiln/profiler.h"

@@ -4,9 +4,11 @@
 /// NumPy rules and promote dtypes (see promote_types); every operand must be on
 /// one device, or the op throws naming both devices.
 ///
+/// @code
 ///   auto y = kiln::where(x > 0, x, 0.1 * x);                 // leaky relu
 ///   auto p = kiln::matmul(a, b.transpose(-1, -2));           // batched, broadcast
 ///   auto z = kiln::cat({x, y}, /*dim=*/1);
+/// @endcode
 
 #include <optional>
 #include <string>

@@ -2,6 +2,7 @@
 /// @file profiler.h
 /// Where the time goes: a profiler of every dispatched op, like torch.profiler.
 ///
+/// @code
 ///   namespace prof = kiln::profiler;
 ///   {
 ///     prof::Profiler p;                          // starts recording
@@ -14,6 +15,7 @@
 ///     p.export_chrome_trace("trace.json");        // Perfetto UI, chrome://tracing
 ///     std::cout << p.key_averages().table(prof::SortBy::HostSelf, 10);
 ///   }
+/// @endcode
 ///
 /// While a Profiler runs, every op dispatched on any thread records its name, device,
 /// input shapes and dtypes, host start and end, the bytes it allocated, whether it

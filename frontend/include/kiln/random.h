@@ -4,9 +4,11 @@
 /// into the Philox4x32-10 stream (api/OPS.md). Every backend maps (seed, offset,
 /// element) to the same number, so a seed gives the same tensors on every device.
 ///
+/// @code
 ///   kiln::manual_seed(42);
 ///   auto a = kiln::randn({3});          // same values on cpu and cuda
 ///   auto b = kiln::rand({2, 2}, kiln::TensorOptions().device("cuda"));
+/// @endcode
 
 #include <cstdint>
 

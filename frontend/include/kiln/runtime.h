@@ -71,7 +71,9 @@ std::vector<PluginLoadFailure> plugin_load_failures();
 /// plugin_load_failures() with the reason, and `kiln::Device("acme", 0)` then says it.
 /// Throws kiln::Error when `path` is neither a folder nor a plugin file. Thread-safe:
 /// other threads may go on using Kiln meanwhile.
+/// @code
 ///   kiln::load_plugins("/opt/acme/lib/kiln");  // then kiln::ones({2}, kiln::Device("acme"))
+/// @endcode
 std::vector<PluginInfo> load_plugins(const std::string& path);
 /// Devices of the plugin named `backend` (0 when no such plugin loaded), as
 /// torch.cuda.device_count().

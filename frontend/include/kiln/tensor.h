@@ -3,10 +3,12 @@
 /// kiln::Tensor: a cheap, reference-counted handle to a strided view of device
 /// memory, in the manner of torch::Tensor.
 ///
+/// @code
 ///   auto x = kiln::randn({64, 784});                       // default device
 ///   auto w = kiln::zeros({784, 10}, kiln::TensorOptions().device("cuda"));
 ///   auto y = kiln::matmul(x.to(w.device()), w).relu();     // runs on cuda:0
 ///   std::cout << y.sum().item<float>() << "\n";            // host read: syncs
+/// @endcode
 ///
 /// Copying a Tensor copies the handle, not the data. Views (`reshape`, `transpose`,
 /// `narrow`, `expand`, ...) share storage with their base; writes through one are
@@ -41,7 +43,9 @@ class Node;
 /// Where and as what a new tensor is created; chainable, with the defaults in one
 /// place: dtype float32, device default_device().
 ///
+/// @code
 ///   kiln::zeros({3}, kiln::TensorOptions().dtype(kiln::int64).device("cpu:1"));
+/// @endcode
 struct TensorOptions {
   TensorOptions() = default;
   TensorOptions(DType dtype) : dtype_(dtype) {}            // NOLINT: zeros({2}, kiln::int64)
@@ -249,8 +253,10 @@ Tensor ones_like(const Tensor& t);
 Tensor full_like(const Tensor& t, Scalar value);
 /// start, start+step, ... < end (as torch.arange). Without a dtype in the options
 /// the result is int64 when every bound is an integer, else float32:
-///   kiln::arange(5)              // int64 [0, 1, 2, 3, 4]
-///   kiln::arange(0.0, 1.0, 0.25) // float32 [0, 0.25, 0.5, 0.75]
+/// @code
+///   kiln::arange(5);               // int64 [0, 1, 2, 3, 4]
+///   kiln::arange(0.0, 1.0, 0.25);  // float32 [0, 0.25, 0.5, 0.75]
+/// @endcode
 Tensor arange(Scalar end, TensorOptions options = {});
 Tensor arange(Scalar start, Scalar end, Scalar step = 1, TensorOptions options = {});
 /// `steps` evenly spaced values from start to end, both included.
@@ -258,7 +264,9 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions options =
 /// A tensor holding `values` with `shape` (an empty shape means 1-D; use
 /// scalar_tensor for 0-d); the dtype is T's unless the options name another (then
 /// converted), e.g.
-///   kiln::from_vector<float>({1, 2, 3, 4}, {2, 2})
+/// @code
+///   auto m = kiln::from_vector<float>({1, 2, 3, 4}, {2, 2});  // [[1, 2], [3, 4]]
+/// @endcode
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, IntArrayRef shape = {},
                    TensorOptions options = {});

@@ -3,6 +3,7 @@
 /// kiln::data::DataLoader: batches of a Dataset, optionally shuffled, prepared by a
 /// background thread while the previous batch trains.
 ///
+/// @code
 ///   kiln::data::DataLoader loader(kiln::data::FashionMNIST(),
 ///                                 kiln::data::DataLoaderOptions().batch_size(64)
 ///                                     .shuffle(true).seed(42).device("cuda"));
@@ -10,9 +11,10 @@
 ///     loader.set_epoch(epoch);                   // the shuffle of this epoch
 ///     for (auto& batch : loader) {               // batch.input [64,1,28,28], batch.target [64]
 ///       auto loss = kiln::nn::functional::cross_entropy(model->forward(batch.input), batch.target);
-///       ...
+///       loss.backward();                         // then the optimizer's step
 ///     }
 ///   }
+/// @endcode
 ///
 /// Threads: with prefetch, Dataset::get_batch, the device move and the transform
 /// run on the loader's background thread (one at a time); the loop body runs on
@@ -129,9 +131,11 @@ struct DataLoaderOptions {
 /// the epoch, and the j-th batches of all ranks together hold the samples of one
 /// single-process batch num_replicas times larger.
 ///
+/// @code
 ///   DistributedSampler sampler(dataset.size(), group->size(), group->rank(), true, 42);
 ///   sampler.set_epoch(epoch);
-///   for (int64_t i : sampler.indices()) ...
+///   for (int64_t i : sampler.indices()) seen.push_back(i);  // this rank's share, in order
+/// @endcode
 class DistributedSampler {
  public:
   /// Throws kiln::Error unless num_replicas >= 1 and 0 <= rank < num_replicas.

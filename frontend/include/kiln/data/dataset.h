@@ -3,11 +3,13 @@
 /// kiln::data::Dataset, the source a DataLoader draws samples from, and
 /// TensorDataset, a dataset held in two tensors.
 ///
+/// @code
 ///   auto x = kiln::randn({100, 3});
 ///   auto y = kiln::arange(100);
 ///   kiln::data::TensorDataset ds(x, y);
 ///   auto [input, target] = ds.get(7);              // x[7], y[7]
 ///   auto batch = ds.get_batch(std::vector<int64_t>{3, 1, 4});  // x[[3,1,4]], y[[3,1,4]]
+/// @endcode
 
 #include <cstdint>
 #include <span>

@@ -4,9 +4,11 @@
 /// zlib: MNIST itself and Fashion-MNIST, which is installed on Debian by the package
 /// `dataset-fashion-mnist` in /usr/share/datasets/fashion-mnist.
 ///
+/// @code
 ///   kiln::data::FashionMNIST train;                            // 60000 samples
 ///   kiln::data::FashionMNIST test(kiln::data::FashionMNIST::default_root(), false);
 ///   auto [image, label] = train.get(0);   // float32 [1, 28, 28] in [0, 1], int64 []
+/// @endcode
 ///
 /// Every file is validated: gzip integrity, magic number, element type, dimension
 /// count and sizes, truncation, trailing data, label range and the image/label

@@ -3,9 +3,11 @@
 /// Batch transforms: functions a DataLoader applies to every batch after gathering
 /// it (and after moving it to the loader's device), e.g. data augmentation.
 ///
+/// @code
 ///   kiln::data::DataLoader loader(kiln::data::FashionMNIST(), kiln::data::DataLoaderOptions()
 ///       .batch_size(64).shuffle(true).seed(1)
 ///       .transform(kiln::data::RandomHorizontalFlip(0.5, /*seed=*/1)));
+/// @endcode
 ///
 /// A transform sees the epoch and the dataset index of every sample in the batch,
 /// so random augmentation can be a pure function of (seed, epoch, sample index):

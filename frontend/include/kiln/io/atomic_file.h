@@ -3,9 +3,11 @@
 /// AtomicFileWriter: replace a file so that readers, and a machine that crashes
 /// mid-save, see either the old contents or the new ones, never a mix.
 ///
+/// @code
 ///   kiln::io::AtomicFileWriter out("run/metrics.json");
 ///   out.write(text.data(), text.size());
 ///   out.commit();      // now run/metrics.json holds `text`
+/// @endcode
 ///
 /// The writer creates a temporary file beside the target (".<name>.tmp-<pid>-<n>"),
 /// and commit() fsyncs it, renames it over the target and fsyncs the folder. A

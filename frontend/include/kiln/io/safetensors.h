@@ -3,11 +3,13 @@
 /// Named tensors to and from files in Hugging Face's safetensors format, so Kiln
 /// checkpoints load in PyTorch (`safetensors.torch.load_file`) and back.
 ///
+/// @code
 ///   kiln::io::StateDict state = {{"fc.weight", w}, {"fc.bias", b}};
 ///   kiln::io::save_safetensors("model.safetensors", state, {{"epoch", "3"}});
 ///   auto file = kiln::io::load_safetensors("model.safetensors");
 ///   kiln::Tensor w2 = file.at("fc.weight");         // same dtype, shape and values
 ///   std::string epoch = file.metadata.at("epoch");
+/// @endcode
 ///
 /// The format (https://github.com/huggingface/safetensors): an 8-byte little-endian
 /// unsigned header length N; N bytes of UTF-8 JSON mapping each tensor name to

@@ -3,13 +3,15 @@
 /// kiln::nn::DataParallel: one module, several devices of one process, as
 /// torch.nn.DataParallel.
 ///
-///   auto model = std::make_shared<kiln::nn::Sequential>(...);      // on cpu:0
+/// @code
+///   auto model = std::make_shared<kiln::nn::Linear>(784, 10);     // on cpu:0
 ///   auto dp = std::make_shared<kiln::nn::DataParallel>(
 ///       model, std::vector<kiln::Device>{"cpu:0", "cpu:1"});
-///   kiln::optim::Adam opt(dp->parameters(), ...);                  // the model's parameters
+///   kiln::optim::Adam opt(dp->parameters(), kiln::optim::AdamOptions(1e-3));  // the model's
 ///   auto loss = kiln::nn::functional::cross_entropy(dp->forward(x), y);
 ///   loss.backward();                                               // grads on cpu:0's model
 ///   opt.step();
+/// @endcode
 ///
 /// Each forward splits the batch along dim 0 into one chunk per device (chunks of
 /// ceil(N / devices), fewer devices when the batch is small), copies the chunks and

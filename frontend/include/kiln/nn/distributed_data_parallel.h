@@ -3,14 +3,16 @@
 /// kiln::nn::DistributedDataParallel: one process per device, gradients averaged
 /// across processes while backward runs, as torch.nn.parallel.DistributedDataParallel.
 ///
+/// @code
 ///   auto group = kiln::distributed::mpi::init();            // mpirun -np 4 ./train
 ///   auto ddp = std::make_shared<kiln::nn::DistributedDataParallel>(model, group);
-///   kiln::optim::SGD opt(ddp->parameters(), ...);
+///   kiln::optim::SGD opt(ddp->parameters(), kiln::optim::SGDOptions(0.1));
 ///   for (auto& batch : loader) {                             // each rank its own shard
 ///     opt.zero_grad();
 ///     F::cross_entropy(ddp->forward(batch.input), batch.target).backward();
 ///     opt.step();                                            // same update on every rank
 ///   }
+/// @endcode
 ///
 /// Construction checks that every rank has the same parameters (names' order, shapes
 /// and dtypes; a mismatch is an error on every rank naming the parameter and both

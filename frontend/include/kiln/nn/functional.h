@@ -3,9 +3,11 @@
 /// Stateless neural-network ops (torch.nn.functional): every one differentiable,
 /// every one dispatched to the device's plugin (backward kernels included).
 ///
+/// @code
 ///   namespace F = kiln::nn::functional;
 ///   auto h = F::max_pool2d(F::conv2d(x, w, b, /*stride=*/1, /*padding=*/1).relu(), 2);
 ///   auto loss = F::cross_entropy(F::linear(h.flatten(1), w2, b2), labels);
+/// @endcode
 
 #include <cstdint>
 #include <optional>

@@ -3,8 +3,10 @@
 /// Losses as modules, as torch.nn's: construct once with the options, call with
 /// (input, target).
 ///
+/// @code
 ///   kiln::nn::CrossEntropyLoss criterion(kiln::nn::CrossEntropyLossOptions().label_smoothing(0.1));
 ///   auto loss = criterion(model(x), y);
+/// @endcode
 ///
 /// Each is its functional counterpart (kiln/nn/functional.h) with the options bound.
 

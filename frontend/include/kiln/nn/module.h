@@ -2,6 +2,7 @@
 /// @file module.h
 /// kiln::nn::Module: named parameters, buffers and submodules, as torch::nn::Module.
 ///
+/// @code
 ///   struct Net : kiln::nn::Module {
 ///     Net() {
 ///       fc1 = register_module<kiln::nn::Linear>("fc1", 784, 128);
@@ -12,6 +13,7 @@
 ///     }
 ///     std::shared_ptr<kiln::nn::Linear> fc1, fc2;
 ///   };
+/// @endcode
 ///
 /// Parameters and buffers are Tensor handles shared with the module's fields:
 /// `to(device)` and `load_state_dict` replace their data in place (set_data), so
@@ -98,9 +100,11 @@ class Module {
   /// requires_grad flags and train/eval mode, sharing no tensor with this module.
   /// Every built-in layer implements it; a custom module overrides it to be used with
   /// nn::DataParallel, typically as
+  /// @code
   ///   std::shared_ptr<Module> clone() const override {
   ///     return copy_state_into(std::make_shared<Net>(/* same options */));
   ///   }
+  /// @endcode
   /// (submodules registered by the constructor are then copied too). The default
   /// throws kiln::Error naming the type.
   virtual std::shared_ptr<Module> clone() const;

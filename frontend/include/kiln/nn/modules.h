@@ -3,9 +3,11 @@
 /// The layers of kiln::nn, with PyTorch's defaults and initializations. Each is a
 /// Module; create with std::make_shared and register in a parent.
 ///
+/// @code
 ///   auto net = std::make_shared<kiln::nn::Sequential>();
 ///   net->push_back(std::make_shared<kiln::nn::Conv2d>(1, 32, 3, kiln::nn::Conv2dOptions().padding(1)));
 ///   net->push_back(std::make_shared<kiln::nn::ReLU>());
+/// @endcode
 
 #include <memory>
 #include <optional>

@@ -3,6 +3,7 @@
 /// The optimizer base: parameter groups with their own options, per-parameter
 /// state, zero_grad, and state dicts for checkpoints (as torch::optim::Optimizer).
 ///
+/// @code
 ///   kiln::optim::Adam opt(model->parameters(), kiln::optim::AdamOptions(1e-3));
 ///   for (auto& batch : loader) {
 ///     opt.zero_grad();
@@ -10,6 +11,7 @@
 ///     loss.backward();
 ///     opt.step();
 ///   }
+/// @endcode
 ///
 /// Steps run without recording (a NoGradGuard inside step()) and use the fused
 /// update ops of the catalogue (kiln.sgd_step, kiln.adam_step) where they exist.

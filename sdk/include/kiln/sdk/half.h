@@ -5,9 +5,11 @@
 // on: to half, round to nearest, ties to even, with overflow to ±inf, subnormals kept,
 // and NaN kept NaN (quiet, sign preserved); from half, exact.
 //
+// @code
 //   kiln::sdk::float16 h(3.14159f);        // rounds once, to nearest even
 //   float f = static_cast<float>(h);       // 3.140625f, exact
 //   auto b = kiln::sdk::bfloat16(1e40);    // from double: rounds once (here to +inf)
+// @endcode
 //
 // Conversions from double round once, directly to the 16-bit format (not through a
 // float32 that would round twice): OPS.md's kiln.copy from float64 demands it.

@@ -7,6 +7,7 @@
 // the same firewall (guarded_supports). A plugin lists its kernels in a KernelTable and answers
 // `get_kernel` with `KernelTable::lookup`:
 //
+// @code
 //   const kiln::sdk::KernelTable& table() {
 //     static const kiln::sdk::KernelTable t({
 //         {"kiln.add", &kiln::sdk::run_kernel<add>, nullptr, kiln::sdk::kStridedInOut},
@@ -17,6 +18,7 @@
 //                           kiln_kernel* kernel) {
 //     return kiln::sdk::guard("get_kernel", [&] { table().lookup(name, version, kernel); });
 //   }
+// @endcode
 #ifndef KILN_SDK_KERNEL_TABLE_H
 #define KILN_SDK_KERNEL_TABLE_H
 

@@ -6,12 +6,14 @@
 // a backend that calls these functions for element `i` produces the same numbers as
 // every other backend, on the host or (through KILN_HOST_DEVICE) on a GPU.
 //
+// @code
 //   // element i of a float32 random_uniform(seed, offset, low, high):
-//   float y = kiln::sdk::random_uniform_f32(seed, offset, i, low, high);
+//   y[i] = kiln::sdk::random_uniform_f32(seed, offset, i, low, high);
 //
 //   // or, four elements per Philox block, as a vectorizing kernel would:
 //   kiln::sdk::PhiloxBlock w = kiln::sdk::philox_block(seed, offset + i / 4);
 //   for (int j = 0; j < 4; ++j) y[i + j] = kiln::sdk::uniform_f32_from_word(w.w[j], low, high);
+// @endcode
 //
 // Reproducibility rule for callers: the value functions below do one multiply and
 // one add that must not be fused into an FMA. Under nvcc they use the `_rn`

@@ -12,6 +12,7 @@
 // The smallest backend: host memory, one device, no kernels (every op then runs on
 // the CPU plugin through the frontend's fallback, counted in kiln::fallback_report()):
 //
+// @code
 //   #include <kiln/sdk/plugin.h>
 //
 //   class HostDevice : public kiln::sdk::Device {
@@ -25,6 +26,7 @@
 //               kiln::sdk::Stream*) override { std::memcpy(dst, src, bytes); }
 //   };
 //   KILN_SDK_PLUGIN(kiln::sdk::SingleDeviceBackend<HostDevice>, "host", "0.1.0")
+// @endcode
 //
 // Kernels are added by returning a kiln::sdk::KernelTable from Device::kernels()
 // (kiln/sdk/kernel_table.h); each op is optional. examples/plugin-template is a
@@ -229,7 +231,9 @@ inline void log(kiln_log_level level, std::string_view message) noexcept {
 }
 
 /// The Device behind a kiln_device handle that this kit handed out, e.g. in a kernel:
+/// @code
 ///   auto& device = kiln::sdk::device_from_handle<MyDevice>(args.raw().outputs[0].device);
+/// @endcode
 /// Throws INVALID_ARGUMENT for a null or foreign handle or a Device of another type.
 template <class D = Device>
 D& device_from_handle(kiln_device* handle) {
@@ -254,7 +258,9 @@ S* stream_from_handle(kiln_stream* handle) {
 /// constructible, derived from kiln::sdk::Backend), named `name` ([a-z0-9_]+; the
 /// file must be libkiln_<name>.so, as kiln_add_plugin names it) at plugin version
 /// `version`. Use once per plugin, at namespace scope:
+/// @code
 ///   KILN_SDK_PLUGIN(acme::Backend, "acme", "1.2.0")
+/// @endcode
 #define KILN_SDK_PLUGIN(BackendClass, name, version)                                        \
   static_assert(::kiln::sdk::detail::valid_backend_name(name),                              \
                 "KILN_SDK_PLUGIN: the backend name must match [a-z0-9_]+");                  \

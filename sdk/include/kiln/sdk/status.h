@@ -4,12 +4,14 @@
 // frees with `status->destroy(status)`. Plugins written in C++ throw internally and
 // convert at the boundary; `guard` is that boundary:
 //
-//   kiln_status *my_allocate(kiln_device *d, size_t bytes, ...) {
-//     return kiln::sdk::guard([&] {
-//       KILN_SDK_CHECK(d != nullptr, KILN_STATUS_INVALID_ARGUMENT, "allocate: null device");
-//       ...                                   // may throw anything
-//     });                                     // never lets an exception escape
+// @code
+//   kiln_status *my_allocate(kiln_device *d, size_t bytes, void **data) {
+//     return kiln::sdk::guard("allocate", [&] {
+//       KILN_SDK_CHECK(d != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null device");
+//       *data = ::operator new(bytes);      // may throw anything
+//     });                                   // never lets an exception escape
 //   }
+// @endcode
 //
 // Mapping: kiln::sdk::Error → its own code; std::bad_alloc → OUT_OF_MEMORY; any other
 // exception → INTERNAL with what() (or "unknown exception").
@@ -146,7 +148,9 @@ template <class Fn>
 
 /// Throws kiln::sdk::Error(code, str_cat(...)) when `cond` is false. The message
 /// arguments are evaluated only on failure, so checks on the hot path stay cheap:
+/// @code
 ///   KILN_SDK_CHECK(n >= 0, KILN_STATUS_INVALID_ARGUMENT, "negative size ", n);
+/// @endcode
 #define KILN_SDK_CHECK(cond, code, ...)                                    \
   do {                                                                     \
     if (!(cond)) [[unlikely]] {                                            \

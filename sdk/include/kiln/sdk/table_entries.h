@@ -5,8 +5,10 @@
 // check, used by Kiln's loader, by kiln-conformance, and by any vendor test that wants
 // to refuse an incomplete table before Kiln does:
 //
+// @code
 //   const kiln::sdk::TableDefects defects = kiln::sdk::plugin_table_defects(*api);
 //   if (!defects.empty()) fail(defects.describe());
+// @endcode
 #ifndef KILN_SDK_TABLE_ENTRIES_H
 #define KILN_SDK_TABLE_ENTRIES_H
 

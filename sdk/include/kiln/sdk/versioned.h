@@ -1,7 +1,9 @@
 // kiln/sdk/versioned.h — the two rules of versioned structs every plugin applies.
 //
-//   check_host_abi(host, "acme");        // in kiln_plugin_init, before anything else
-//   write_sized(properties, full);       // answering with a struct the caller sized
+// @code
+//   kiln::sdk::check_host_abi(host, api, "acme");  // in kiln_plugin_init, first of all
+//   kiln::sdk::write_sized(properties, full);      // answering a struct the caller sized
+// @endcode
 #ifndef KILN_SDK_VERSIONED_H
 #define KILN_SDK_VERSIONED_H
 

@@ -4,9 +4,11 @@
 /// many processes on one or many machines, launched by `mpirun`, the way Horovod and
 /// torch.distributed's MPI backend run.
 ///
+/// @code
 ///   // mpirun -np 4 ./train
 ///   auto group = kiln::distributed::mpi::init();      // rank and size from the launcher
 ///   kiln::nn::DistributedDataParallel ddp(model, group);
+/// @endcode
 ///
 /// All MPI calls happen on one thread the group owns (MPI_THREAD_SERIALIZED), so
 /// collectives can run while the caller's thread computes (DDP's overlap), and the

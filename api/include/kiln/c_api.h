@@ -548,28 +548,59 @@ typedef struct kiln_threads_api {
 } kiln_threads_api;
 
 /* ------------------------------------------------------------------------------ */
-/* Pinned layouts of ABI 1.0. Changing any of these breaks every released plugin.  */
-/* (The frozen 1.0 header in tests/abi is what pins them; these macros name them.)  */
+/* Pinned sizes of the released structs. Changing any of these breaks every plugin  */
+/* or host built against that version. Literal numbers (the ABI is defined for      */
+/* 64-bit platforms with 8-byte pointers: x86-64, aarch64), each checked below      */
+/* against the layout above: a field moved, resized or inserted before the end of a */
+/* released struct stops this header from compiling. The frozen 1.0 header in       */
+/* tests/abi also pins every member's offset.                                       */
 /* ------------------------------------------------------------------------------ */
 
-/* The smallest table a 1.x loader accepts: everything up to and including
- * get_extension, as released in 1.0. */
-#define KILN_PLUGIN_API_SIZE_1_0 ((size_t)(offsetof(kiln_plugin_api, get_extension) + sizeof(void *)))
-#define KILN_KERNEL_SIZE_1_0 ((size_t)(offsetof(kiln_kernel, reserved) + sizeof(uint32_t)))
-#define KILN_OP_ARGS_SIZE_1_0 ((size_t)(offsetof(kiln_op_args, stream) + sizeof(void *)))
-#define KILN_TENSOR_VIEW_SIZE_1_0 ((size_t)(offsetof(kiln_tensor_view, device) + sizeof(void *)))
-#define KILN_HOST_API_SIZE_1_0 ((size_t)(offsetof(kiln_host_api, reserved) + sizeof(int32_t)))
+/* ABI 1.0. The smallest table a 1.x loader accepts ends with get_extension. */
+#define KILN_PLUGIN_API_SIZE_1_0 ((size_t)192)
+#define KILN_KERNEL_SIZE_1_0 ((size_t)40)
+#define KILN_OP_ARGS_SIZE_1_0 ((size_t)64)
+#define KILN_TENSOR_VIEW_SIZE_1_0 ((size_t)56)
+#define KILN_HOST_API_SIZE_1_0 ((size_t)40)
 
 /* What 1.1 appended: the table through copy_peer, the device properties through
  * flags, and the collectives extension table through barrier. */
-#define KILN_PLUGIN_API_SIZE_1_1 ((size_t)(offsetof(kiln_plugin_api, copy_peer) + sizeof(void *)))
-#define KILN_DEVICE_PROPERTIES_SIZE_1_1 \
-  ((size_t)(offsetof(kiln_device_properties, flags) + sizeof(uint64_t)))
-#define KILN_COLLECTIVES_API_SIZE_1_1 \
-  ((size_t)(offsetof(kiln_collectives_api, barrier) + sizeof(void *)))
+#define KILN_PLUGIN_API_SIZE_1_1 ((size_t)200)
+#define KILN_DEVICE_PROPERTIES_SIZE_1_1 ((size_t)184)
+#define KILN_COLLECTIVES_API_SIZE_1_1 ((size_t)80)
 
 /* What 1.2 appended: the table through range_pop. */
-#define KILN_PLUGIN_API_SIZE_1_2 ((size_t)(offsetof(kiln_plugin_api, range_pop) + sizeof(void *)))
+#define KILN_PLUGIN_API_SIZE_1_2 ((size_t)224)
+
+#if !defined(UINTPTR_MAX) || UINTPTR_MAX != UINT64_MAX
+#error "the Kiln ABI is defined for 64-bit platforms (8-byte pointers)"
+#endif
+#ifdef __cplusplus
+#define KILN_ABI_ASSERT(cond, what) static_assert(cond, what)
+#else
+#define KILN_ABI_ASSERT(cond, what) _Static_assert(cond, what)
+#endif
+#define KILN_ABI_END(type, last) (offsetof(type, last) + sizeof(((type *)0)->last))
+KILN_ABI_ASSERT(KILN_PLUGIN_API_SIZE_1_0 == KILN_ABI_END(kiln_plugin_api, get_extension),
+                "kiln_plugin_api 1.0 changed");
+KILN_ABI_ASSERT(KILN_KERNEL_SIZE_1_0 == KILN_ABI_END(kiln_kernel, reserved),
+                "kiln_kernel 1.0 changed");
+KILN_ABI_ASSERT(KILN_OP_ARGS_SIZE_1_0 == KILN_ABI_END(kiln_op_args, stream),
+                "kiln_op_args 1.0 changed");
+KILN_ABI_ASSERT(KILN_TENSOR_VIEW_SIZE_1_0 == KILN_ABI_END(kiln_tensor_view, device),
+                "kiln_tensor_view 1.0 changed");
+KILN_ABI_ASSERT(KILN_HOST_API_SIZE_1_0 == KILN_ABI_END(kiln_host_api, reserved),
+                "kiln_host_api 1.0 changed");
+KILN_ABI_ASSERT(KILN_PLUGIN_API_SIZE_1_1 == KILN_ABI_END(kiln_plugin_api, copy_peer),
+                "kiln_plugin_api 1.1 changed");
+KILN_ABI_ASSERT(KILN_DEVICE_PROPERTIES_SIZE_1_1 == KILN_ABI_END(kiln_device_properties, flags),
+                "kiln_device_properties 1.1 changed");
+KILN_ABI_ASSERT(KILN_COLLECTIVES_API_SIZE_1_1 == KILN_ABI_END(kiln_collectives_api, barrier),
+                "kiln_collectives_api 1.1 changed");
+KILN_ABI_ASSERT(KILN_PLUGIN_API_SIZE_1_2 == KILN_ABI_END(kiln_plugin_api, range_pop),
+                "kiln_plugin_api 1.2 changed");
+#undef KILN_ABI_END
+#undef KILN_ABI_ASSERT
 
 /* ------------------------------------------------------------------------------ */
 /* Small inline helpers for kernels                                                */

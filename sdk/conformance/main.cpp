@@ -61,6 +61,9 @@ int main(int argc, char** argv) {
                                                "' (kiln-conformance --list-ops lists them)");
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;  // CLI11 prints the error and points at --help
+  } catch (const std::exception& e) {  // the suites disagree with the catalogue
+    std::cerr << "kiln-conformance: " << e.what() << "\n";
+    return 2;
   }
 
   // The child processes must see only the plugin under test and the CPU reference,

@@ -1,7 +1,11 @@
 // The catalogue of op suites and the helpers the suite files share.
 #include "op_suite.h"
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
+
+#include "kiln/op_catalogue.h"
 
 namespace kiln::conformance {
 
@@ -37,6 +41,39 @@ std::string describe(const Operand& x) {
   return out;
 }
 
+namespace {
+
+// The suites must cover the catalogue's ops (api/ops.json), one suite each, and
+// nothing else: a new op without conformance cases is an error here (the CTest
+// conformance.covers_catalogue runs `kiln-conformance --list-ops`). Puts the suites
+// in catalogue order.
+void check_covers_catalogue(std::vector<OpSuite>& suites) {
+#define KILN_CONFORMANCE_NAME(op, ...) "kiln." #op,
+  static const char* const catalogue[] = {KILN_OP_CATALOGUE(KILN_CONFORMANCE_NAME)};
+#undef KILN_CONFORMANCE_NAME
+  auto position = [&](const std::string& op) {
+    return static_cast<size_t>(std::find(std::begin(catalogue), std::end(catalogue), op) -
+                               std::begin(catalogue));
+  };
+  std::string problems;
+  std::vector<int> count(std::size(catalogue), 0);
+  for (const OpSuite& suite : suites) {
+    const size_t i = position(suite.op);
+    if (i == std::size(catalogue)) problems += "\n  a suite for " + suite.op + ", not in the catalogue";
+    else if (++count[i] == 2) problems += "\n  two suites for " + suite.op;
+  }
+  for (size_t i = 0; i < std::size(catalogue); ++i)
+    if (count[i] == 0) problems += std::string("\n  no suite for ") + catalogue[i];
+  if (!problems.empty())
+    throw std::logic_error("the conformance suites do not match the op catalogue "
+                           "(api/ops.json); every op needs exactly one suite:" + problems);
+  std::stable_sort(suites.begin(), suites.end(), [&](const OpSuite& a, const OpSuite& b) {
+    return position(a.op) < position(b.op);
+  });
+}
+
+}  // namespace
+
 const std::vector<OpSuite>& op_suites() {
   static const std::vector<OpSuite> suites = [] {
     std::vector<OpSuite> all;
@@ -44,6 +81,7 @@ const std::vector<OpSuite>& op_suites() {
     add_elementwise_suites(all);
     add_reduction_suites(all);
     add_training_suites(all);
+    check_covers_catalogue(all);
     return all;
   }();
   return suites;

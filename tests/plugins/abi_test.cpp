@@ -9,6 +9,7 @@
 #include <cstring>
 #include <set>
 
+#include "kiln/sdk/catalogue.h"
 #include "plugin_fixture.h"
 
 namespace kiln::test {
@@ -339,24 +340,11 @@ TEST(PluginStreams, CreateSynchronizeAndDestroy) {
   KILN_EXPECT_OK(p.api->stream_destroy(p.device, s2));
 }
 
-// Every op of api/OPS.md, version 1, the training ops included.
-const char* const kCatalogue[] = {
-    "kiln.copy", "kiln.fill", "kiln.arange", "kiln.linspace", "kiln.random_uniform",
-    "kiln.random_normal", "kiln.neg", "kiln.abs", "kiln.sign", "kiln.exp", "kiln.log", "kiln.sqrt",
-    "kiln.sin", "kiln.cos", "kiln.tanh", "kiln.rsqrt", "kiln.sigmoid", "kiln.relu", "kiln.gelu",
-    "kiln.logical_not", "kiln.clamp", "kiln.add", "kiln.sub", "kiln.mul", "kiln.div", "kiln.pow",
-    "kiln.maximum", "kiln.minimum", "kiln.eq", "kiln.ne", "kiln.lt", "kiln.le", "kiln.gt",
-    "kiln.ge", "kiln.logical_and", "kiln.logical_or", "kiln.where", "kiln.sum", "kiln.prod",
-    "kiln.mean", "kiln.amax", "kiln.amin", "kiln.argmax", "kiln.argmin", "kiln.var", "kiln.matmul",
-    "kiln.index_select", "kiln.gather",
-    // Training ops.
-    "kiln.conv2d", "kiln.conv2d_backward_input", "kiln.conv2d_backward_weight", "kiln.max_pool2d",
-    "kiln.max_pool2d_backward", "kiln.avg_pool2d", "kiln.avg_pool2d_backward",
-    "kiln.adaptive_avg_pool2d", "kiln.adaptive_avg_pool2d_backward", "kiln.batch_norm",
-    "kiln.batch_norm_backward", "kiln.layer_norm", "kiln.layer_norm_backward", "kiln.softmax",
-    "kiln.log_softmax", "kiln.softmax_backward", "kiln.log_softmax_backward", "kiln.dropout",
-    "kiln.nll_loss", "kiln.nll_loss_backward", "kiln.index_add", "kiln.scatter_add",
-    "kiln.gelu_backward", "kiln.sgd_step", "kiln.adam_step"};
+// Every op of the catalogue (api/ops.json, through the generated kiln/op_catalogue.h).
+#define KILN_TEST_CATALOGUE_NAME(op, ...) "kiln." #op,
+const char* const kCatalogue[] = {KILN_OP_CATALOGUE(KILN_TEST_CATALOGUE_NAME)};
+#undef KILN_TEST_CATALOGUE_NAME
+static_assert(std::size(kCatalogue) == KILN_OP_CATALOGUE_SIZE);
 
 TEST(PluginKernels, EveryCatalogueOpIsProvided) {
   for (const char* name : kCatalogue) {
@@ -366,20 +354,40 @@ TEST(PluginKernels, EveryCatalogueOpIsProvided) {
   }
 }
 
+// The reference plugin takes every layout the catalogue allows, and no other.
 TEST(PluginKernels, FlagsFollowTheCatalogue) {
+#define KILN_TEST_CATALOGUE_FLAGS(op, version, dtypes, of_output, operand, one, layout, ...) \
+  EXPECT_EQ(get_kernel("kiln." #op).flags, static_cast<uint32_t>(layout)) << "kiln." #op;
+  KILN_OP_CATALOGUE(KILN_TEST_CATALOGUE_FLAGS)
+#undef KILN_TEST_CATALOGUE_FLAGS
+  // Spot checks that the generated flags are the intended ones.
   const uint32_t in_out = KILN_KERNEL_STRIDED_INPUTS | KILN_KERNEL_STRIDED_OUTPUTS;
   EXPECT_EQ(get_kernel("kiln.add").flags, in_out);
-  EXPECT_EQ(get_kernel("kiln.copy").flags, in_out);
-  EXPECT_EQ(get_kernel("kiln.where").flags, in_out);
   EXPECT_EQ(get_kernel("kiln.fill").flags, static_cast<uint32_t>(KILN_KERNEL_STRIDED_OUTPUTS));
   EXPECT_EQ(get_kernel("kiln.sum").flags, static_cast<uint32_t>(KILN_KERNEL_STRIDED_INPUTS));
-  EXPECT_EQ(get_kernel("kiln.matmul").flags, static_cast<uint32_t>(KILN_KERNEL_STRIDED_INPUTS));
-  EXPECT_EQ(get_kernel("kiln.gather").flags, static_cast<uint32_t>(KILN_KERNEL_STRIDED_INPUTS));
-  EXPECT_EQ(get_kernel("kiln.random_uniform").flags, 0u);
   EXPECT_EQ(get_kernel("kiln.conv2d").flags, 0u);
-  EXPECT_EQ(get_kernel("kiln.gelu_backward").flags,
-            static_cast<uint32_t>(KILN_KERNEL_STRIDED_INPUTS));
-  EXPECT_EQ(get_kernel("kiln.adam_step").flags, in_out);
+}
+
+// The reference plugin's supports() takes the catalogue's dtypes for the deciding
+// operand of each elementwise op it shares a rule with (api/ops.json "dtypes").
+TEST(PluginKernels, SupportsFollowsTheCatalogueDtypes) {
+  for (const char* name : {"kiln.add", "kiln.div", "kiln.sum", "kiln.mean", "kiln.amax"}) {
+    const kiln::sdk::CatalogueOp* op = kiln::sdk::find_catalogue_op(name);
+    ASSERT_NE(op, nullptr) << name;
+    const kiln_kernel k = get_kernel(name);
+    ASSERT_NE(k.supports, nullptr) << name;
+    for (int32_t dtype = KILN_DTYPE_FLOAT32; dtype <= KILN_DTYPE_BOOL; ++dtype) {
+      double storage[8] = {};
+      const View one(storage, static_cast<kiln_dtype>(dtype), {1});
+      std::vector<kiln_tensor_view> in(static_cast<size_t>(op->num_inputs), one.view);
+      std::vector<kiln_tensor_view> out(static_cast<size_t>(op->num_outputs), one.view);
+      const kiln_op_args args{sizeof(kiln_op_args), in.data(), in.size(), out.data(), out.size(),
+                              nullptr, 0, nullptr};
+      const int32_t said = k.supports(k.context, &args);
+      EXPECT_EQ(said != 0, kiln::sdk::dtype_in(op->dtypes, dtype))
+          << name << " dtype " << kiln::sdk::dtype_name(dtype);
+    }
+  }
 }
 
 TEST(PluginKernels, UnknownNameOrVersionLeavesRunNull) {

@@ -3,6 +3,7 @@
 // is not found here line for line. Each sits in a function (or namespace) of its own,
 // its parameters standing for what the surrounding program would have. Compiled only,
 // never run (an object library): several expect devices or files a test machine lacks.
+#include <kiln/sdk/catalogue.h>
 #include <kiln/sdk/half.h>
 #include <kiln/sdk/kernel_table.h>
 #include <kiln/sdk/philox.h>
@@ -12,6 +13,15 @@
 #include <kiln/sdk/versioned.h>
 
 #include <string>
+
+// kiln/sdk/catalogue.h
+namespace sdk_catalogue_1 {
+void add(const kiln::sdk::OpArgs& args);
+const kiln::sdk::KernelEntry entries[] = {
+{"kiln.add", &kiln::sdk::run_kernel<add>,
+ &kiln::sdk::supports_catalogue_dtypes<kiln::sdk::catalogue::add>, kiln::sdk::kStridedInOut},
+};
+}  // namespace sdk_catalogue_1
 
 // kiln/sdk/half.h
 namespace sdk_half_1 {

@@ -17,8 +17,8 @@ namespace kiln::detail {
 
 const char* op_name(OpId op) {
   static const char* const names[] = {
-#define KILN_OP_NAME(name) "kiln." #name,
-      KILN_CATALOGUE_OPS(KILN_OP_NAME)
+#define KILN_OP_NAME(name, ...) "kiln." #name,
+      KILN_OP_CATALOGUE(KILN_OP_NAME)
 #undef KILN_OP_NAME
   };
   return names[static_cast<size_t>(op)];

@@ -75,17 +75,6 @@ void arithmetic_impl(const OpArgs& args) {
   }
 }
 
-int32_t supports_float(void*, const kiln_op_args* args) {
-  const kiln_dtype d = input_dtype(args, 0);
-  return is_float_dtype(d) && input_dtype(args, 1) == d && output_dtype(args, 0) == d;
-}
-
-int32_t supports_float_int(void*, const kiln_op_args* args) {
-  const kiln_dtype d = input_dtype(args, 0);
-  return (is_float_dtype(d) || is_int_dtype(d)) && input_dtype(args, 1) == d &&
-         output_dtype(args, 0) == d;
-}
-
 template <class Op>
 constexpr kiln_kernel_fn float_int = &run_kernel<arithmetic_impl<Op, FloatTypes, IntTypes>>;
 template <class Op>
@@ -94,13 +83,17 @@ constexpr kiln_kernel_fn float_only = &run_kernel<arithmetic_impl<Op, FloatTypes
 }  // namespace
 
 void add_binary_kernels(KernelList& list) {
-  list.push_back({"kiln.add", float_int<Add>, &supports_float_int, kStridedInOut});
-  list.push_back({"kiln.sub", float_int<Sub>, &supports_float_int, kStridedInOut});
-  list.push_back({"kiln.mul", float_int<Mul>, &supports_float_int, kStridedInOut});
-  list.push_back({"kiln.maximum", float_int<Maximum>, &supports_float_int, kStridedInOut});
-  list.push_back({"kiln.minimum", float_int<Minimum>, &supports_float_int, kStridedInOut});
-  list.push_back({"kiln.div", float_only<Div>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.pow", float_only<Pow>, &supports_float, kStridedInOut});
+  // The dtypes each op takes are the catalogue's (api/ops.json).
+  namespace op = sdk::catalogue;
+  list.push_back({"kiln.add", float_int<Add>, &supports_catalogue_dtypes<op::add>, kStridedInOut});
+  list.push_back({"kiln.sub", float_int<Sub>, &supports_catalogue_dtypes<op::sub>, kStridedInOut});
+  list.push_back({"kiln.mul", float_int<Mul>, &supports_catalogue_dtypes<op::mul>, kStridedInOut});
+  list.push_back(
+      {"kiln.maximum", float_int<Maximum>, &supports_catalogue_dtypes<op::maximum>, kStridedInOut});
+  list.push_back(
+      {"kiln.minimum", float_int<Minimum>, &supports_catalogue_dtypes<op::minimum>, kStridedInOut});
+  list.push_back({"kiln.div", float_only<Div>, &supports_catalogue_dtypes<op::div>, kStridedInOut});
+  list.push_back({"kiln.pow", float_only<Pow>, &supports_catalogue_dtypes<op::pow>, kStridedInOut});
 }
 
 }  // namespace kiln::cpu

@@ -30,15 +30,6 @@ struct BinaryOperands {
   }
 };
 
-inline bool is_float_dtype(kiln_dtype d) {
-  return d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64 || d == KILN_DTYPE_FLOAT16 ||
-         d == KILN_DTYPE_BFLOAT16;
-}
-
-inline bool is_int_dtype(kiln_dtype d) {
-  return d == KILN_DTYPE_INT32 || d == KILN_DTYPE_INT64 || d == KILN_DTYPE_UINT8;
-}
-
 }  // namespace kiln::cpu
 
 #endif  // KILN_CPU_KERNELS_BINARY_COMMON_H

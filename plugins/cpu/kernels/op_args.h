@@ -3,11 +3,14 @@
 #ifndef KILN_CPU_KERNELS_OP_ARGS_H
 #define KILN_CPU_KERNELS_OP_ARGS_H
 
+#include "kiln/sdk/catalogue.h"
 #include "kiln/sdk/op_args.h"
 
 namespace kiln::cpu {
 
 using sdk::dtype_name;
+using sdk::is_float_dtype;
+using sdk::is_int_dtype;
 using sdk::expect_contiguous;
 using sdk::expect_dtype;
 using sdk::expect_same_shape;

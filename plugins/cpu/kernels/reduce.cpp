@@ -273,19 +273,7 @@ void var_impl(const OpArgs& args) {
   }
 }
 
-bool same_in_out(const kiln_op_args* args) { return input_dtype(args, 0) == output_dtype(args, 0); }
-
-int32_t supports_sum(void*, const kiln_op_args* args) {
-  const kiln_dtype d = input_dtype(args, 0);
-  return (is_float_dtype(d) || d == KILN_DTYPE_INT32 || d == KILN_DTYPE_INT64) && same_in_out(args);
-}
-int32_t supports_float(void*, const kiln_op_args* args) {
-  return is_float_dtype(input_dtype(args, 0)) && same_in_out(args);
-}
-int32_t supports_extremum(void*, const kiln_op_args* args) {
-  const kiln_dtype d = input_dtype(args, 0);
-  return (is_float_dtype(d) || is_int_dtype(d)) && same_in_out(args);
-}
+// Beyond the catalogue's rule for argmax/argmin: the output is int64.
 int32_t supports_arg(void*, const kiln_op_args* args) {
   const kiln_dtype d = input_dtype(args, 0);
   return (is_float_dtype(d) || is_int_dtype(d)) && output_dtype(args, 0) == KILN_DTYPE_INT64;
@@ -296,19 +284,21 @@ constexpr uint32_t kStridedIn = KILN_KERNEL_STRIDED_INPUTS;
 }  // namespace
 
 void add_reduce_kernels(KernelList& list) {
+  namespace op = sdk::catalogue;
   list.push_back({"kiln.sum", &run_kernel<simple_impl<SumPolicy, FloatTypes, SignedIntTypes>>,
-                  &supports_sum, kStridedIn});
+                  &supports_catalogue_dtypes<op::sum>, kStridedIn});
   list.push_back({"kiln.prod", &run_kernel<simple_impl<ProdPolicy, FloatTypes, SignedIntTypes>>,
-                  &supports_sum, kStridedIn});
-  list.push_back(
-      {"kiln.mean", &run_kernel<simple_impl<Mean, FloatTypes>>, &supports_float, kStridedIn});
+                  &supports_catalogue_dtypes<op::prod>, kStridedIn});
+  list.push_back({"kiln.mean", &run_kernel<simple_impl<Mean, FloatTypes>>,
+                  &supports_catalogue_dtypes<op::mean>, kStridedIn});
   list.push_back({"kiln.amax", &run_kernel<simple_impl<Amax, FloatTypes, IntTypes>>,
-                  &supports_extremum, kStridedIn});
+                  &supports_catalogue_dtypes<op::amax>, kStridedIn});
   list.push_back({"kiln.amin", &run_kernel<simple_impl<Amin, FloatTypes, IntTypes>>,
-                  &supports_extremum, kStridedIn});
+                  &supports_catalogue_dtypes<op::amin>, kStridedIn});
   list.push_back({"kiln.argmax", &run_kernel<arg_impl<true>>, &supports_arg, kStridedIn});
   list.push_back({"kiln.argmin", &run_kernel<arg_impl<false>>, &supports_arg, kStridedIn});
-  list.push_back({"kiln.var", &run_kernel<var_impl>, &supports_float, kStridedIn});
+  list.push_back({"kiln.var", &run_kernel<var_impl>, &supports_catalogue_dtypes<op::var>,
+                  kStridedIn});
 }
 
 }  // namespace kiln::cpu

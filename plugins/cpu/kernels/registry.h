@@ -6,6 +6,7 @@
 #define KILN_CPU_KERNELS_REGISTRY_H
 
 #include "kiln/c_api.h"
+#include "kiln/sdk/catalogue.h"
 #include "kiln/sdk/kernel_table.h"
 #include "kiln/sdk/status.h"
 #include "op_args.h"
@@ -16,6 +17,7 @@ using sdk::KernelEntry;
 using sdk::KernelList;
 using sdk::kStridedInOut;
 using sdk::run_kernel;
+using sdk::supports_catalogue_dtypes;
 
 // One per kernel file.
 void add_copy_kernels(KernelList& list);      // copy, fill

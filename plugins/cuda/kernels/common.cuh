@@ -24,6 +24,7 @@
 #include <type_traits>
 
 #include "kiln/c_api.h"
+#include "kiln/sdk/catalogue.h"
 #include "kiln/sdk/half.h"
 #include "kiln/sdk/op_args.h"
 #include "kiln/sdk/status.h"
@@ -92,14 +93,9 @@ constexpr kiln_dtype dtype_of() {
     static_assert(sizeof(T) == 0, "not a Kiln storage type");
 }
 
-inline bool is_float_dtype(kiln_dtype d) {
-  return d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64 || d == KILN_DTYPE_FLOAT16 ||
-         d == KILN_DTYPE_BFLOAT16;
-}
-
-inline bool is_int_dtype(kiln_dtype d) {
-  return d == KILN_DTYPE_INT32 || d == KILN_DTYPE_INT64 || d == KILN_DTYPE_UINT8;
-}
+// The catalogue's dtype classes (api/ops.json), shared with every plugin.
+using sdk::is_float_dtype;
+using sdk::is_int_dtype;
 
 // -- values ----------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "kiln/c_api.h"
+#include "kiln/sdk/catalogue.h"
 #include "kiln/sdk/half.h"
 #include "kiln/sdk/kernel_table.h"  // sdk::SupportsFn, which launch.h names
 #include "kiln/sdk/op_args.h"
@@ -101,10 +102,7 @@ bool dispatch_f32_f64(kiln_dtype dtype, Fn&& fn) {
   }
 }
 
-inline bool is_float_dtype(kiln_dtype d) {
-  return d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64 || d == KILN_DTYPE_FLOAT16 ||
-         d == KILN_DTYPE_BFLOAT16;
-}
+using sdk::is_float_dtype;  // the catalogue's float class (kiln/sdk/catalogue.h)
 
 /// Elements of view `index` without throwing (for `supports`); -1 if it is missing.
 inline int64_t view_numel(const kiln_tensor_view* views, size_t count, size_t index) {

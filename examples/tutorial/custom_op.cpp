@@ -6,28 +6,28 @@
 
 #include <kiln/kiln.h>
 
-using kiln::Tensor;
+using namespace kiln;
 
-struct Softplus : kiln::autograd::Function<Softplus> {
-  static Tensor forward(kiln::autograd::AutogradContext& ctx, const Tensor& x) {
+struct Softplus : autograd::Function<Softplus> {
+  static Tensor forward(autograd::AutogradContext& ctx, const Tensor& x) {
     ctx.save_for_backward({x});
-    auto y = kiln::empty_like(x);
-    kiln::call_op("myops.softplus", {x}, {y}, {{"beta", 1.0}});
+    auto y = empty_like(x);
+    call_op("myops.softplus", {x}, {y}, {{"beta", 1.0}});
     return y;
   }
-  static std::vector<Tensor> backward(kiln::autograd::AutogradContext& ctx, std::vector<Tensor> grads) {
-    return {grads[0] * kiln::sigmoid(ctx.get_saved_variables()[0])};
+  static std::vector<Tensor> backward(autograd::AutogradContext& ctx, std::vector<Tensor> grads) {
+    return {grads[0] * sigmoid(ctx.get_saved_variables()[0])};
   }
 };
 
 int main(int argc, char** argv) {
-  kiln::load_plugins(argc > 1 ? argv[1] : "myops_plugin");
-  auto x = kiln::linspace(-30, 30, 1001, kiln::float64).to("myops:0").requires_grad_();
+  load_plugins(argc > 1 ? argv[1] : "myops_plugin");
+  auto x = linspace(-30, 30, 1001, float64).to("myops:0").requires_grad_();
   auto y = Softplus::apply(x);
   y.sum().backward();
-  auto expected = kiln::where(x > 30, x, kiln::log(1 + kiln::exp(x)));
+  auto expected = where(x > 30, x, log(1 + exp(x)));
   std::cout << y.grad_fn()->name() << " on " << y.device() << ": " << y.slice(0, 995, 1001) << "\n";
-  bool ok = kiln::allclose(y, expected, 1e-10, 1e-12) && kiln::allclose(x.grad(), kiln::sigmoid(x));
-  return ok && kiln::gradcheck([](const std::vector<Tensor>& in) { return Softplus::apply(in[0]); },
-                               {x.slice(0, 0, 5).detach().requires_grad_()}).ok ? 0 : 1;
+  bool ok = allclose(y, expected, 1e-10, 1e-12) && allclose(x.grad(), sigmoid(x));
+  auto f = [](const std::vector<Tensor>& in) { return Softplus::apply(in[0]); };
+  return ok && gradcheck(f, {x.slice(0, 0, 5).detach().requires_grad_()}).ok ? 0 : 1;
 }

@@ -3,16 +3,16 @@
 
 #include <kiln/kiln.h>
 
-namespace nn = kiln::nn;
+using namespace kiln;
 
 int main() {
-  kiln::manual_seed(0);
+  manual_seed(0);
   nn::Sequential model({std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(784, 128),
                         std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(128, 10)});
   nn::CrossEntropyLoss criterion;
-  kiln::optim::Adam optimizer(model.parameters(), kiln::optim::AdamOptions(1e-3));
-  kiln::data::DataLoader train(kiln::data::FashionMNIST(),
-                               kiln::data::DataLoaderOptions().batch_size(64).shuffle(true));
+  optim::Adam optimizer(model.parameters(), optim::AdamOptions(1e-3));
+  data::DataLoader train(data::FashionMNIST(),
+                         data::DataLoaderOptions().batch_size(64).shuffle(true));
   for (auto& batch : train) {
     optimizer.zero_grad();
     auto loss = criterion(model(batch.input), batch.target);
@@ -20,9 +20,9 @@ int main() {
     optimizer.step();
   }
   model.eval();
-  kiln::NoGradGuard no_grad;
-  kiln::data::DataLoader test(kiln::data::FashionMNIST(kiln::data::FashionMNIST::default_root(), false),
-                              kiln::data::DataLoaderOptions().batch_size(1000));
+  NoGradGuard no_grad;
+  data::DataLoader test(data::FashionMNIST(data::FashionMNIST::default_root(), false),
+                        data::DataLoaderOptions().batch_size(1000));
   int64_t correct = 0, total = 0;
   for (auto& batch : test) {
     correct += (model(batch.input).argmax(1) == batch.target).sum().item<int64_t>();

@@ -71,8 +71,8 @@ void example(int64_t start_epoch, int64_t epochs, const std::shared_ptr<kiln::nn
   for (int64_t epoch = start_epoch; epoch < epochs; ++epoch) {
     loader.set_epoch(epoch);                   // the shuffle of this epoch
     for (auto& batch : loader) {               // batch.input [64,1,28,28], batch.target [64]
-      auto loss = kiln::nn::functional::cross_entropy(model->forward(batch.input), batch.target);
-      loss.backward();                         // then the optimizer's step
+      auto logits = model->forward(batch.input);
+      kiln::nn::functional::cross_entropy(logits, batch.target).backward();  // then a step
     }
   }
 }
@@ -197,7 +197,8 @@ void example(const kiln::Tensor& x, const kiln::Tensor& w, const kiln::Tensor& b
 // kiln/nn/loss.h
 namespace nn_loss_1 {
 void example(kiln::nn::Linear& model, const kiln::Tensor& x, const kiln::Tensor& y) {
-  kiln::nn::CrossEntropyLoss criterion(kiln::nn::CrossEntropyLossOptions().label_smoothing(0.1));
+  kiln::nn::CrossEntropyLoss criterion(
+      kiln::nn::CrossEntropyLossOptions().label_smoothing(0.1));
   auto loss = criterion(model(x), y);
 }
 }  // namespace nn_loss_1
@@ -230,8 +231,8 @@ std::shared_ptr<Module> clone() const override {
 namespace nn_modules_1 {
 void example() {
   auto net = std::make_shared<kiln::nn::Sequential>();
-  net->push_back(std::make_shared<kiln::nn::Conv2d>(1, 32, 3, kiln::nn::Conv2dOptions().padding(1)));
-  net->push_back(std::make_shared<kiln::nn::ReLU>());
+  net->push_back<kiln::nn::Conv2d>(1, 32, 3, kiln::nn::Conv2dOptions().padding(1));
+  net->push_back<kiln::nn::ReLU>();
 }
 }  // namespace nn_modules_1
 

@@ -10,8 +10,8 @@
 ///   for (int64_t epoch = start_epoch; epoch < epochs; ++epoch) {
 ///     loader.set_epoch(epoch);                   // the shuffle of this epoch
 ///     for (auto& batch : loader) {               // batch.input [64,1,28,28], batch.target [64]
-///       auto loss = kiln::nn::functional::cross_entropy(model->forward(batch.input), batch.target);
-///       loss.backward();                         // then the optimizer's step
+///       auto logits = model->forward(batch.input);
+///       kiln::nn::functional::cross_entropy(logits, batch.target).backward();  // then a step
 ///     }
 ///   }
 /// @endcode

@@ -4,7 +4,8 @@
 /// (input, target).
 ///
 /// @code
-///   kiln::nn::CrossEntropyLoss criterion(kiln::nn::CrossEntropyLossOptions().label_smoothing(0.1));
+///   kiln::nn::CrossEntropyLoss criterion(
+///       kiln::nn::CrossEntropyLossOptions().label_smoothing(0.1));
 ///   auto loss = criterion(model(x), y);
 /// @endcode
 ///

@@ -5,8 +5,8 @@
 ///
 /// @code
 ///   auto net = std::make_shared<kiln::nn::Sequential>();
-///   net->push_back(std::make_shared<kiln::nn::Conv2d>(1, 32, 3, kiln::nn::Conv2dOptions().padding(1)));
-///   net->push_back(std::make_shared<kiln::nn::ReLU>());
+///   net->push_back<kiln::nn::Conv2d>(1, 32, 3, kiln::nn::Conv2dOptions().padding(1));
+///   net->push_back<kiln::nn::ReLU>();
 /// @endcode
 
 #include <memory>

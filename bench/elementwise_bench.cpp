@@ -40,8 +40,18 @@ void BM_LoopAdd(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * n * 3 * int64_t(sizeof(float)));
 }
 
-BENCHMARK(BM_KilnAdd)->Arg(1000000)->Arg(1 << 22)->UseRealTime()->Repetitions(5)->ReportAggregatesOnly(true);
-BENCHMARK(BM_LoopAdd)->Arg(1000000)->Arg(1 << 22)->UseRealTime()->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(BM_KilnAdd)
+    ->Arg(1000000)
+    ->Arg(1 << 22)
+    ->UseRealTime()
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
+BENCHMARK(BM_LoopAdd)
+    ->Arg(1000000)
+    ->Arg(1 << 22)
+    ->UseRealTime()
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 
 kiln::bench::RegisterRatio r1("add 10^6 float32 vs OpenMP -O3 loop",
                               "BM_KilnAdd/1000000/repeats:5/real_time",

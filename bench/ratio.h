@@ -9,10 +9,10 @@
 namespace kiln::bench {
 
 struct RatioPair {
-  std::string label;     // what the ratio means, e.g. "matmul 1024^2 vs cblas_sgemm"
-  std::string kiln;      // benchmark name (as printed) of Kiln's run
-  std::string baseline;  // benchmark name of the baseline run
-  double target;         // the target for baseline_time / kiln_time (>= target is good)
+  std::string label;             // what the ratio means, e.g. "matmul 1024^2 vs cblas_sgemm"
+  std::string kiln;              // benchmark name (as printed) of Kiln's run
+  std::string baseline;          // benchmark name of the baseline run
+  double target;                 // the target for baseline_time / kiln_time (>= target is good)
   double reference_seconds = 0;  // if > 0: a fixed reference time instead of `baseline`
 };
 

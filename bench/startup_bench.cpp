@@ -71,9 +71,15 @@ void BM_StartupKilnInfo(benchmark::State& state, const char* allow) {
   posix_spawn_file_actions_destroy(&actions);
 }
 BENCHMARK_CAPTURE(BM_StartupKilnInfo, all_plugins, "")
-    ->UseRealTime()->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true);
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 BENCHMARK_CAPTURE(BM_StartupKilnInfo, cpu_only, "cpu")
-    ->UseRealTime()->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true);
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 
 kiln::bench::RegisterRatio ratio("kiln-info start-up, every plugin vs KILN_PLUGINS=cpu",
                                  "BM_StartupKilnInfo/all_plugins/repeats:5/real_time",

@@ -24,8 +24,7 @@ struct Batch {
 };
 
 Batch random_batch(int64_t n) {
-  return {kiln::randn({n, 1, 28, 28}),
-          (kiln::rand({n}) * 10).to(kiln::int64).clamp(0, 9)};
+  return {kiln::randn({n, 1, 28, 28}), (kiln::rand({n}) * 10).to(kiln::int64).clamp(0, 9)};
 }
 
 template <typename MakeOptimizer>
@@ -78,10 +77,15 @@ void BM_TinyAutogradRoundTrip(benchmark::State& state) {
 BENCHMARK(BM_TinyAutogradRoundTrip)->Repetitions(5)->ReportAggregatesOnly(true);
 
 using kiln::bench::RegisterReference;
-RegisterReference r1("CNN+Adam step, batch 64 vs ref 12.1 ms", "BM_CnnAdamStep/64/real_time", 12.1e-3, 1.0);
-RegisterReference r2("CNN+Adam step, batch 256 vs ref 46 ms", "BM_CnnAdamStep/256/real_time", 46e-3, 1.0);
-RegisterReference r3("MLP+SGD step, batch 64 vs ref 0.54 ms", "BM_MlpSgdStep/64/real_time", 0.54e-3, 1.0);
-RegisterReference r4("MLP+SGD step, batch 256 vs ref 1.41 ms", "BM_MlpSgdStep/256/real_time", 1.41e-3, 1.0);
-RegisterReference r5("tiny autograd round trip vs ref 11.5 us", "BM_TinyAutogradRoundTrip/repeats:5", 11.5e-6, 2.3);
+RegisterReference r1("CNN+Adam step, batch 64 vs ref 12.1 ms", "BM_CnnAdamStep/64/real_time",
+                     12.1e-3, 1.0);
+RegisterReference r2("CNN+Adam step, batch 256 vs ref 46 ms", "BM_CnnAdamStep/256/real_time", 46e-3,
+                     1.0);
+RegisterReference r3("MLP+SGD step, batch 64 vs ref 0.54 ms", "BM_MlpSgdStep/64/real_time", 0.54e-3,
+                     1.0);
+RegisterReference r4("MLP+SGD step, batch 256 vs ref 1.41 ms", "BM_MlpSgdStep/256/real_time",
+                     1.41e-3, 1.0);
+RegisterReference r5("tiny autograd round trip vs ref 11.5 us",
+                     "BM_TinyAutogradRoundTrip/repeats:5", 11.5e-6, 2.3);
 
 }  // namespace

@@ -19,7 +19,6 @@
 // sample)), and a checkpoint stores the generator state, so resuming from any
 // epoch reproduces the uninterrupted run exactly on the same backend.
 
-#include <CLI/CLI.hpp>
 #include <kiln/data/dataloader.h>
 #include <kiln/data/mnist.h>
 #include <kiln/data/transforms.h>
@@ -30,6 +29,7 @@
 #include <kiln/optim/rmsprop.h>
 #include <kiln/optim/scheduler.h>
 #include <kiln/optim/sgd.h>
+#include <CLI/CLI.hpp>
 
 #include <cmath>
 #include <filesystem>
@@ -153,19 +153,21 @@ int run(const Args& a) {
   auto group = process_group();
   const bool main_rank = !group || group->is_main();
   const int ranks = group ? group->size() : 1;
-  KILN_CHECK(!(group && !a.devices.empty()), "--devices (DataParallel in one process) cannot be "
+  KILN_CHECK(!(group && !a.devices.empty()),
+             "--devices (DataParallel in one process) cannot be "
              "combined with an MPI launch (one process per device); use one or the other");
   KILN_CHECK(a.device.empty() || a.devices.empty(), "--device and --devices exclude each other");
   std::vector<kiln::Device> devices;
   if (!a.devices.empty()) devices = parse_devices(a.devices);
-  kiln::Device device = !devices.empty() ? devices[0]
+  kiln::Device device = !devices.empty()    ? devices[0]
                         : !a.device.empty() ? kiln::Device(a.device)
                                             : kiln::default_device();
 #if KILN_TRAIN_HAS_MPI
   if (group && a.device.empty()) {
     // One device per process on a machine with several: the local rank's.
     const int local = kiln::distributed::mpi::local_rank();
-    if (kiln::device_count(device.backend()) > local) device = kiln::Device(device.backend(), local);
+    if (kiln::device_count(device.backend()) > local)
+      device = kiln::Device(device.backend(), local);
   }
 #endif
   kiln::manual_seed(a.seed);
@@ -181,8 +183,8 @@ int run(const Args& a) {
   if (devices.size() > 1) net = std::make_shared<kiln::nn::DataParallel>(model, devices);
   if (group) net = std::make_shared<kiln::nn::DistributedDataParallel>(model, group);
 
-  std::filesystem::path root = a.data.empty() ? kiln::data::FashionMNIST::default_root()
-                                              : std::filesystem::path(a.data);
+  std::filesystem::path root =
+      a.data.empty() ? kiln::data::FashionMNIST::default_root() : std::filesystem::path(a.data);
   auto data_options = kiln::data::MNISTOptions().normalize(kMean, kStd);
   auto train_set = std::make_shared<kiln::data::FashionMNIST>(root, true, data_options);
   auto test_set = std::make_shared<kiln::data::FashionMNIST>(root, false, data_options);
@@ -191,8 +193,11 @@ int run(const Args& a) {
   // A batch never holds more than the whole set; the clamp keeps the batch arithmetic
   // (batches per epoch, samples per second) far from overflow for a huge --batch-size.
   const int64_t batch_size = std::min(a.batch_size, train_set->size());
-  auto train_options = kiln::data::DataLoaderOptions().batch_size(batch_size).shuffle(true)
-                           .seed(a.seed).device(device);
+  auto train_options = kiln::data::DataLoaderOptions()
+                           .batch_size(batch_size)
+                           .shuffle(true)
+                           .seed(a.seed)
+                           .device(device);
   if (group) train_options.distributed(group->size(), group->rank());
   if (a.model == "cnn" && !a.no_augment)
     train_options.transform(kiln::data::RandomHorizontalFlip(0.5, a.seed));
@@ -220,7 +225,8 @@ int run(const Args& a) {
 
   std::string where = device.str();
   if (devices.size() > 1) where = "DataParallel over " + a.devices;
-  if (group) where = std::to_string(ranks) + " MPI ranks (DistributedDataParallel), rank 0 on " + where;
+  if (group)
+    where = std::to_string(ranks) + " MPI ranks (DistributedDataParallel), rank 0 on " + where;
   if (main_rank)
     std::cout << "kiln-train: model " << a.model << ", optimizer " << a.optimizer << ", lr " << a.lr
               << ", batch " << a.batch_size << (group ? " per rank" : "") << ", " << a.epochs
@@ -257,8 +263,10 @@ int run(const Args& a) {
     if (group) {
       // The mean loss over ranks, and every rank's samples per second.
       kiln::Tensor shared = kiln::from_vector<double>(
-          {train_loss, static_cast<double>(done * batch_size) / std::max(train_seconds, 1e-9)}, {2});
-      kiln::Tensor all = kiln::zeros({2 * ranks}, kiln::TensorOptions().dtype(kiln::DType::Float64));
+          {train_loss, static_cast<double>(done * batch_size) / std::max(train_seconds, 1e-9)},
+          {2});
+      kiln::Tensor all =
+          kiln::zeros({2 * ranks}, kiln::TensorOptions().dtype(kiln::DType::Float64));
       group->all_gather(shared, all);
       const std::vector<double> v = all.to_vector<double>();
       double loss_total = 0, rate_total = 0;
@@ -292,7 +300,8 @@ int run(const Args& a) {
   if (!a.metrics_json.empty() && main_rank) {
     double total_seconds = 0;
     for (double s : history.seconds) total_seconds += s;
-    double per_epoch = history.seconds.empty() ? 0 : total_seconds / static_cast<double>(history.seconds.size());
+    double per_epoch =
+        history.seconds.empty() ? 0 : total_seconds / static_cast<double>(history.seconds.size());
     json metrics = {
         {"backend", device.backend()},
         {"device", device.str()},

@@ -4,15 +4,18 @@
 
 namespace kiln::train {
 
-StepProfiler::StepProfiler(std::string path, int64_t steps) : path_(std::move(path)), steps_(steps) {}
+StepProfiler::StepProfiler(std::string path, int64_t steps)
+    : path_(std::move(path)), steps_(steps) {}
 
 StepProfiler::~StepProfiler() = default;
 
 void StepProfiler::begin_step() {
   if (path_.empty()) return;
   ++step_;
-  if (step_ == kWarmupSteps + 1 && profiled_ == 0) profiler_ = std::make_unique<kiln::profiler::Profiler>();
-  if (profiler_) scope_ = std::make_unique<kiln::profiler::RecordFunction>("step " + std::to_string(step_));
+  if (step_ == kWarmupSteps + 1 && profiled_ == 0)
+    profiler_ = std::make_unique<kiln::profiler::Profiler>();
+  if (profiler_)
+    scope_ = std::make_unique<kiln::profiler::RecordFunction>("step " + std::to_string(step_));
 }
 
 void StepProfiler::end_step() {

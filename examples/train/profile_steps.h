@@ -32,8 +32,8 @@ class StepProfiler {
 
   std::string path_;
   int64_t steps_;
-  int64_t step_ = 0;       // steps begun so far
-  int64_t profiled_ = 0;   // steps recorded
+  int64_t step_ = 0;      // steps begun so far
+  int64_t profiled_ = 0;  // steps recorded
   std::unique_ptr<kiln::profiler::Profiler> profiler_;
   std::unique_ptr<kiln::profiler::RecordFunction> scope_;
 };

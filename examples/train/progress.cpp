@@ -6,10 +6,14 @@
 
 namespace kiln::train {
 
-Progress::Progress(int64_t epoch, int64_t epochs, int64_t batches, int64_t batch_size,
-                   bool visible)
-    : epoch_(epoch), epochs_(epochs), batches_(batches), batch_size_(batch_size),
-      visible_(visible), tty_(isatty(STDOUT_FILENO) != 0), start_(std::chrono::steady_clock::now()),
+Progress::Progress(int64_t epoch, int64_t epochs, int64_t batches, int64_t batch_size, bool visible)
+    : epoch_(epoch),
+      epochs_(epochs),
+      batches_(batches),
+      batch_size_(batch_size),
+      visible_(visible),
+      tty_(isatty(STDOUT_FILENO) != 0),
+      start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
 
 double Progress::elapsed() const {
@@ -35,9 +39,11 @@ void Progress::update(int64_t done, double loss) {
 void Progress::draw(int64_t done, bool final) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   double rate = seconds > 0 ? static_cast<double>(done * batch_size_) / seconds : 0;
-  double left = done > 0 ? seconds / static_cast<double>(done) * static_cast<double>(batches_ - done) : 0;
+  double left =
+      done > 0 ? seconds / static_cast<double>(done) * static_cast<double>(batches_ - done) : 0;
   char eta[32];
-  std::snprintf(eta, sizeof eta, "%d:%02d", static_cast<int>(left) / 60, static_cast<int>(left) % 60);
+  std::snprintf(eta, sizeof eta, "%d:%02d", static_cast<int>(left) / 60,
+                static_cast<int>(left) % 60);
   if (tty_) {
     constexpr int kWidth = 30;
     int filled = batches_ ? static_cast<int>(kWidth * done / batches_) : kWidth;

@@ -13,9 +13,12 @@
 namespace {
 std::string human_bytes(uint64_t b) {
   char buf[32];
-  if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", b / double(1ull << 30));
-  else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1ull << 20));
-  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  if (b >= (1ull << 30))
+    std::snprintf(buf, sizeof buf, "%.1f GiB", b / double(1ull << 30));
+  else if (b >= (1ull << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1ull << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
   return buf;
 }
 }  // namespace
@@ -41,10 +44,11 @@ int main(int argc, char** argv) {
   auto plugins = kiln::loaded_plugins();
   std::cout << "\nPlugins loaded: " << plugins.size() << "\n";
   for (const auto& p : plugins) {
-    std::cout << "  " << p.name << " " << p.version << " (ABI " << p.abi_major << "."
-              << p.abi_minor << ")  " << p.path << "\n";
+    std::cout << "  " << p.name << " " << p.version << " (ABI " << p.abi_major << "." << p.abi_minor
+              << ")  " << p.path << "\n";
     if (!p.description.empty()) std::cout << "    " << p.description << "\n";
-    if (p.devices.empty()) std::cout << "    no devices\n";
+    if (p.devices.empty())
+      std::cout << "    no devices\n";
     else
       std::cout << "    collectives: "
                 << (p.devices[0].collectives ? "the plugin's own" : "through the host (fallback)")
@@ -53,7 +57,8 @@ int main(int argc, char** argv) {
     for (const auto& d : p.devices) {
       std::cout << "    " << d.device.str() << ": " << d.name << " [" << d.kind;
       if (d.compute_capability_major)
-        std::cout << ", compute " << d.compute_capability_major << "." << d.compute_capability_minor;
+        std::cout << ", compute " << d.compute_capability_major << "."
+                  << d.compute_capability_minor;
       if (d.multiprocessor_count)
         std::cout << ", " << d.multiprocessor_count
                   << (d.kind == "cpu" ? " threads" : " multiprocessors");

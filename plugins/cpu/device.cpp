@@ -7,11 +7,11 @@
 #include <mutex>
 #include <thread>
 
+#include "kernels/blas.h"
 #include "kiln/sdk/status.h"
 #include "kiln/sdk/versioned.h"
 #include "logging.h"
 #include "system_info.h"
-#include "kernels/blas.h"
 #include "thread_pool.h"
 
 namespace kiln::cpu {

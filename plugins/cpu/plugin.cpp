@@ -119,11 +119,12 @@ kiln_status* get_kernel(kiln_device* device, const char* name, int32_t version,
 // The logical devices share the host's memory, so a peer copy is a memmove too.
 kiln_status* copy_peer(kiln_device* dst_device, kiln_stream*, void* dst, kiln_device* src_device,
                        const void* src, size_t bytes) {
-  if (dst_device == nullptr || src_device == nullptr || (bytes != 0 && (dst == nullptr || src == nullptr))) {
-    return sdk::make_status(KILN_STATUS_INVALID_ARGUMENT,
-                            sdk::str_cat("copy_peer: bad arguments (devices ", dst_device, " <- ",
-                                         src_device, ", dst ", dst, ", src ", src, ", ", bytes,
-                                         " bytes)"));
+  if (dst_device == nullptr || src_device == nullptr ||
+      (bytes != 0 && (dst == nullptr || src == nullptr))) {
+    return sdk::make_status(
+        KILN_STATUS_INVALID_ARGUMENT,
+        sdk::str_cat("copy_peer: bad arguments (devices ", dst_device, " <- ", src_device, ", dst ",
+                     dst, ", src ", src, ", ", bytes, " bytes)"));
   }
   if (bytes != 0 && dst != src) std::memmove(dst, src, bytes);
   return nullptr;

@@ -93,7 +93,8 @@ kiln_status* event_elapsed(kiln_device* device, kiln_event* start, kiln_event* e
     KILN_SDK_CHECK(milliseconds != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
     const Handle* a = check_handle(start, kEventTag, d, "event");
     const Handle* b = check_handle(end, kEventTag, d, "event");
-    *milliseconds = std::chrono::duration<double, std::milli>(b->recorded_at - a->recorded_at).count();
+    *milliseconds =
+        std::chrono::duration<double, std::milli>(b->recorded_at - a->recorded_at).count();
   });
 }
 

@@ -37,7 +37,7 @@ bool spin_until(const Ready& ready) {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int num_threads) : num_threads_(1), claimed_(new std::atomic<bool>[1]{}) {
+ThreadPool::ThreadPool(int num_threads) : num_threads_(1), claimed_(new std::atomic<bool>[1] {}) {
   resize(num_threads);
 }
 
@@ -51,9 +51,11 @@ void ThreadPool::resize(int num_threads) {
   // far stay and the count stays as it was: claimed_ already covers them.
   const int threads = static_cast<int>(workers_.size()) + 1;
   if (num_threads > threads) {
-    std::unique_ptr<std::atomic<bool>[]> claimed(new std::atomic<bool>[static_cast<size_t>(num_threads)]{});
+    std::unique_ptr<std::atomic<bool>[]> claimed(
+        new std::atomic<bool>[static_cast<size_t>(num_threads)] {});
     claimed_ = std::move(claimed);
-    for (int i = threads; i < num_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+    for (int i = threads; i < num_threads; ++i)
+      workers_.emplace_back([this, i] { worker_loop(i); });
   }
   num_threads_.store(num_threads, std::memory_order_relaxed);
 }

@@ -94,7 +94,7 @@ class ThreadPool {
   // unclaimed chunk, until none are left.
   void work_on_job(int preferred);
 
-  std::atomic<int> num_threads_;     // threads a job uses; written under submit_mutex_
+  std::atomic<int> num_threads_;      // threads a job uses; written under submit_mutex_
   std::vector<std::thread> workers_;  // every worker started so far; grows under submit_mutex_
 
   std::mutex submit_mutex_;  // one job at a time; try_lock so a busy pool runs inline

@@ -29,7 +29,7 @@
 
 namespace kiln::cuda {
 
-class Device;  // one GPU: ordinal, properties, caching allocator, handles (device.h)
+class Device;        // one GPU: ordinal, properties, caching allocator, handles (device.h)
 struct LaunchState;  // the runtime's bookkeeping for one kernel call (dispatch.h)
 
 /// Codes a kernel writes through Launch::error_flag(); the runtime turns them into
@@ -46,7 +46,7 @@ class Launch {
 
   Device& device() const noexcept { return *device_; }
   cudaStream_t stream() const noexcept { return stream_; }
-  int ordinal() const noexcept;          // the CUDA device number
+  int ordinal() const noexcept;  // the CUDA device number
   int multiprocessor_count() const noexcept;
 
   /// Library handles of this device, bound to stream() (created on first use).
@@ -92,10 +92,10 @@ class Launch {
 using KernelImpl = void (*)(const sdk::OpArgs& args, const Launch& launch);
 
 struct KernelEntry {
-  const char* name;             // catalogue name, "kiln.matmul"
+  const char* name;  // catalogue name, "kiln.matmul"
   KernelImpl impl;
-  sdk::SupportsFn supports;     // nullptr: every valid argument list
-  uint32_t flags;               // KILN_KERNEL_*
+  sdk::SupportsFn supports;  // nullptr: every valid argument list
+  uint32_t flags;            // KILN_KERNEL_*
 };
 using KernelList = std::vector<KernelEntry>;
 

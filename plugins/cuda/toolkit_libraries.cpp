@@ -87,13 +87,13 @@ void require_library(ToolkitLibrary which) {
 // One forwarder: `Ret name params`, calling the real function with `args`. The pointer
 // is resolved once (a function-local static), after which a call costs one indirect
 // jump — as a call through the PLT would.
-#define KILN_FORWARD(library, Ret, name, params, args)                                         \
-  extern "C" Ret name params {                                                                 \
-    using Fn = Ret(*) params;                                                                  \
-    static const Fn fn =                                                                       \
+#define KILN_FORWARD(library, Ret, name, params, args)                                             \
+  extern "C" Ret name params {                                                                     \
+    using Fn = Ret(*) params;                                                                      \
+    static const Fn fn =                                                                           \
         reinterpret_cast<Fn>(::kiln::cuda::resolve(::kiln::cuda::ToolkitLibrary::library, #name)); \
-    if (fn == nullptr) return ::kiln::cuda::unavailable<Ret>();                                \
-    return fn args;                                                                            \
+    if (fn == nullptr) return ::kiln::cuda::unavailable<Ret>();                                    \
+    return fn args;                                                                                \
   }
 
 // clang-format off

@@ -50,7 +50,7 @@ class Check {
     r.section = "abi";
     r.name = name_;
     const std::vector<std::string>& listed = failures_.empty() ? warnings_ : failures_;
-    r.status = !failures_.empty() ? Status::Failed
+    r.status = !failures_.empty()   ? Status::Failed
                : !warnings_.empty() ? Status::Warning
                                     : Status::Passed;
     for (size_t i = 0; i < listed.size(); ++i) r.message += (i ? "\n" : "") + listed[i];

@@ -12,8 +12,8 @@
 namespace kiln::conformance {
 
 struct AbiTarget {
-  std::string path;   ///< the plugin file
-  int device = 0;     ///< the device index under test
+  std::string path;              ///< the plugin file
+  int device = 0;                ///< the device index under test
   std::vector<std::string> ops;  ///< catalogue names to look up in abi_kernels
 };
 

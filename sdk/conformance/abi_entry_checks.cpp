@@ -45,7 +45,8 @@ void abi_entry(const AbiTarget& target, Reporter& reporter) {
         std::string some;
         for (size_t i = 0; i < others.size() && i < 3; ++i) some += (i ? ", " : "") + others[i];
         check.warn(std::to_string(others.size()) + " symbols besides " + KILN_PLUGIN_ENTRY_SYMBOL +
-                   " are exported (e.g. " + some + "); build with kiln_add_plugin, which hides them");
+                   " are exported (e.g. " + some +
+                   "); build with kiln_add_plugin, which hides them");
       }
       check.note(std::string("only ") + KILN_PLUGIN_ENTRY_SYMBOL);
     } else {
@@ -89,16 +90,19 @@ void abi_entry(const AbiTarget& target, Reporter& reporter) {
                  "' is not [a-z0-9_]+");
     } else {
       reporter.fact("name", api->name);
-      const std::string expected = std::string(KILN_PLUGIN_FILE_PREFIX) + api->name +
-                                   KILN_PLUGIN_FILE_SUFFIX;
+      const std::string expected =
+          std::string(KILN_PLUGIN_FILE_PREFIX) + api->name + KILN_PLUGIN_FILE_SUFFIX;
       const std::string file = std::filesystem::path(target.path).filename().string();
       if (file != expected)
         check.fail("the file is named '" + file + "' but the plugin calls itself '" + api->name +
                    "': Kiln's loader only loads it as '" + expected + "'");
     }
-    if (api->version == nullptr) check.fail("the table's version string is NULL");
-    else reporter.fact("version", api->version);
-    check.note(std::string(api->name ? api->name : "?") + " " + (api->version ? api->version : "?"));
+    if (api->version == nullptr)
+      check.fail("the table's version string is NULL");
+    else
+      reporter.fact("version", api->version);
+    check.note(std::string(api->name ? api->name : "?") + " " +
+               (api->version ? api->version : "?"));
   }
   {
     Check check(reporter, "required and optional entries");
@@ -153,11 +157,11 @@ void abi_versions(const AbiTarget& target, Reporter& reporter) {
     Check check(reporter, "refuses another ABI major");
     const HostApi foreign(KILN_ABI_MAJOR + 1, 0);
     const Outcome outcome = session.init(foreign.get());
-    const std::string call = "kiln_plugin_init with an ABI " + std::to_string(KILN_ABI_MAJOR + 1) +
-                             ".0 host";
+    const std::string call =
+        "kiln_plugin_init with an ABI " + std::to_string(KILN_ABI_MAJOR + 1) + ".0 host";
     check.expect_error(outcome, KILN_STATUS_ABI_MISMATCH, call);
-    if (!outcome.ok() && outcome.message.find(std::to_string(KILN_ABI_MAJOR + 1) + ".") ==
-                             std::string::npos)
+    if (!outcome.ok() &&
+        outcome.message.find(std::to_string(KILN_ABI_MAJOR + 1) + ".") == std::string::npos)
       check.warn(call + ": the message should name both versions, got \"" + outcome.message + "\"");
     if (!outcome.ok()) check.note("\"" + outcome.message + "\"");
   }
@@ -166,14 +170,14 @@ void abi_versions(const AbiTarget& target, Reporter& reporter) {
     // A loader of a later minor passes a larger host struct: the plugin must accept it
     // and read only the fields it knows.
     const HostApi later(KILN_ABI_MAJOR, KILN_ABI_MINOR + 1, 64);
-    if (check.expect_ok(session.init(later.get()), "kiln_plugin_init with an ABI " +
-                                                       std::to_string(KILN_ABI_MAJOR) + "." +
-                                                       std::to_string(KILN_ABI_MINOR + 1) +
-                                                       " host (64 bytes larger)")) {
+    if (check.expect_ok(session.init(later.get()),
+                        "kiln_plugin_init with an ABI " + std::to_string(KILN_ABI_MAJOR) + "." +
+                            std::to_string(KILN_ABI_MINOR + 1) + " host (64 bytes larger)")) {
       int32_t count = -1;
       check.expect_ok(session.take(session.api()->device_count(session.api()->context, &count)),
                       "device_count after that");
-      check.note("host struct of " + std::to_string(sizeof(kiln_host_api) + 64) + " bytes accepted");
+      check.note("host struct of " + std::to_string(sizeof(kiln_host_api) + 64) +
+                 " bytes accepted");
     }
   }
   report_status_defects(session, reporter);
@@ -200,8 +204,10 @@ void abi_devices(const AbiTarget& target, Reporter& reporter) {
       return;
     session.take(api->device_get_properties(api->context, index, &b));
     if (a.struct_size != sizeof a) check.fail("the plugin changed the caller's struct_size");
-    if (strnlen(a.name, sizeof a.name) == sizeof a.name) check.fail("name is not NUL-terminated");
-    else if (a.name[0] == '\0') check.fail("name is empty");
+    if (strnlen(a.name, sizeof a.name) == sizeof a.name)
+      check.fail("name is not NUL-terminated");
+    else if (a.name[0] == '\0')
+      check.fail("name is empty");
     if (a.kind < KILN_DEVICE_KIND_CPU || a.kind > KILN_DEVICE_KIND_ACCELERATOR)
       check.fail("kind " + std::to_string(a.kind) + " is not a kiln_device_kind");
     if (a.total_memory_bytes != 0 && a.free_memory_bytes > a.total_memory_bytes)
@@ -215,12 +221,14 @@ void abi_devices(const AbiTarget& target, Reporter& reporter) {
     if (std::memcmp(&a, &b, sizeof a) != 0)
       check.fail("two calls returned different properties (only free_memory_bytes may change)");
     // An older caller's smaller struct: fields that fit are filled, nothing else written.
-    SentinelBox<kiln_device_properties> small(offsetof(kiln_device_properties, kind) + sizeof(int32_t));
+    SentinelBox<kiln_device_properties> small(offsetof(kiln_device_properties, kind) +
+                                              sizeof(int32_t));
     if (check.expect_ok(session.take(api->device_get_properties(api->context, index, small.get())),
                         "device_get_properties with a smaller struct_size")) {
       if (!small.tail_intact())
         check.fail("device_get_properties wrote past the caller's struct_size");
-      else if (small.get()->kind != a.kind || std::strncmp(small.get()->name, a.name, sizeof a.name))
+      else if (small.get()->kind != a.kind ||
+               std::strncmp(small.get()->name, a.name, sizeof a.name))
         check.fail("a smaller struct_size got different name/kind");
     }
     check.expect_error(session.take(api->device_get_properties(api->context, count, &b)),
@@ -268,8 +276,8 @@ void abi_kernels(const AbiTarget& target, Reporter& reporter) {
       kernel.struct_size = sizeof kernel;
       const Outcome outcome = session.take(api->get_kernel(device, op.c_str(), 1, &kernel));
       if (!outcome.ok()) {
-        check.fail("get_kernel(" + op + ") failed (an op that is not provided is not an error): " +
-                   outcome.message);
+        check.fail("get_kernel(" + op +
+                   ") failed (an op that is not provided is not an error): " + outcome.message);
         continue;
       }
       if (kernel.struct_size != sizeof kernel)
@@ -277,20 +285,24 @@ void abi_kernels(const AbiTarget& target, Reporter& reporter) {
       if (kernel.run == nullptr) continue;
       if (kernel.flags & ~known_flags)
         check.warn("get_kernel(" + op + ") sets unknown flag bits " + std::to_string(kernel.flags));
-      provided.push_back({{"name", op}, {"flags", kernel.flags}, {"supports", kernel.supports != nullptr}});
+      provided.push_back(
+          {{"name", op}, {"flags", kernel.flags}, {"supports", kernel.supports != nullptr}});
     }
     reporter.begin("abi: get_kernel of unknown ops");
     kiln_kernel kernel{};
     kernel.struct_size = sizeof kernel;
     if (check.expect_ok(session.take(api->get_kernel(device, "kiln.no_such_op", 1, &kernel)),
-                        "get_kernel(\"kiln.no_such_op\")") && kernel.run != nullptr)
+                        "get_kernel(\"kiln.no_such_op\")") &&
+        kernel.run != nullptr)
       check.fail("get_kernel(\"kiln.no_such_op\") returned a kernel");
     kernel = kiln_kernel{};
     kernel.struct_size = sizeof kernel;
     if (check.expect_ok(session.take(api->get_kernel(device, "kiln.add", 9999, &kernel)),
-                        "get_kernel(\"kiln.add\", version 9999)") && kernel.run != nullptr)
-      check.fail("get_kernel(\"kiln.add\", version 9999) returned a kernel for a version that "
-                 "does not exist");
+                        "get_kernel(\"kiln.add\", version 9999)") &&
+        kernel.run != nullptr)
+      check.fail(
+          "get_kernel(\"kiln.add\", version 9999) returned a kernel for a version that "
+          "does not exist");
     check.expect_error(session.take(api->get_kernel(device, nullptr, 1, &kernel)),
                        KILN_STATUS_INVALID_ARGUMENT, "get_kernel(NULL name)");
     check.expect_error(session.take(api->get_kernel(device, "kiln.add", 1, nullptr)),
@@ -301,7 +313,8 @@ void abi_kernels(const AbiTarget& target, Reporter& reporter) {
       SentinelBox<kiln_kernel> small(offsetof(kiln_kernel, run) + sizeof(kiln_kernel_fn));
       if (check.expect_ok(session.take(api->get_kernel(device, op.c_str(), 1, small.get())),
                           "get_kernel(" + op + ") with a smaller struct_size")) {
-        if (!small.tail_intact()) check.fail("get_kernel wrote past the caller's struct_size");
+        if (!small.tail_intact())
+          check.fail("get_kernel wrote past the caller's struct_size");
         else if (small.get()->run == nullptr)
           check.fail("get_kernel(" + op + ") with a smaller struct_size returned no kernel");
       }

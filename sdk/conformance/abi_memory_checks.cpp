@@ -27,7 +27,8 @@ kiln_memory_stats stats_of(AbiSession& session, Check& check) {
 
 std::vector<unsigned char> pattern(size_t n, unsigned seed) {
   std::vector<unsigned char> out(n);
-  for (size_t i = 0; i < n; ++i) out[i] = static_cast<unsigned char>((i * 131 + seed * 17 + 7) & 0xFF);
+  for (size_t i = 0; i < n; ++i)
+    out[i] = static_cast<unsigned char>((i * 131 + seed * 17 + 7) & 0xFF);
   return out;
 }
 
@@ -36,10 +37,10 @@ Buffer allocate(AbiSession& session, Check& check, size_t bytes, size_t alignmen
                 kiln_stream* stream = nullptr) {
   Buffer b;
   b.bytes = bytes;
-  check.expect_ok(session.take(session.api()->allocate(session.device(), bytes, alignment, stream,
-                                                       &b.handle, &b.data)),
-                  "allocate(" + std::to_string(bytes) + " bytes, alignment " +
-                      std::to_string(alignment) + ")");
+  check.expect_ok(
+      session.take(
+          session.api()->allocate(session.device(), bytes, alignment, stream, &b.handle, &b.data)),
+      "allocate(" + std::to_string(bytes) + " bytes, alignment " + std::to_string(alignment) + ")");
   return b;
 }
 
@@ -50,8 +51,8 @@ void release(AbiSession& session, Check& check, Buffer& b, kiln_stream* stream =
   b.handle = nullptr;
 }
 
-bool copy(AbiSession& session, Check& check, int32_t kind, void* dst, const void* src,
-          size_t bytes, kiln_stream* stream, const std::string& what) {
+bool copy(AbiSession& session, Check& check, int32_t kind, void* dst, const void* src, size_t bytes,
+          kiln_stream* stream, const std::string& what) {
   return check.expect_ok(
       session.take(session.api()->copy(session.device(), stream, kind, dst, src, bytes)), what);
 }
@@ -88,7 +89,8 @@ void abi_memory(const AbiTarget& target, Reporter& reporter) {
       requested += 100;
       const auto address = reinterpret_cast<uintptr_t>(buffers.back().data);
       if (buffers.back().handle != nullptr && address % alignment != 0)
-        check.fail("allocate(alignment " + std::to_string(alignment) + ") returned " + hex(address));
+        check.fail("allocate(alignment " + std::to_string(alignment) + ") returned " +
+                   hex(address));
     }
     buffers.push_back(allocate(session, check, 24, 1));
     requested += 24;
@@ -101,8 +103,9 @@ void abi_memory(const AbiTarget& target, Reporter& reporter) {
     const kiln_memory_stats during = stats_of(session, check);
     const uint64_t count = buffers.size();
     if (during.bytes_in_use < start.bytes_in_use + requested)
-      check.fail("bytes_in_use grew by " + std::to_string(during.bytes_in_use - start.bytes_in_use) +
-                 " for " + std::to_string(requested) + " bytes allocated");
+      check.fail("bytes_in_use grew by " +
+                 std::to_string(during.bytes_in_use - start.bytes_in_use) + " for " +
+                 std::to_string(requested) + " bytes allocated");
     if (during.num_allocations != start.num_allocations + count)
       check.fail("num_allocations grew by " +
                  std::to_string(during.num_allocations - start.num_allocations) + " for " +
@@ -146,7 +149,8 @@ void abi_memory(const AbiTarget& target, Reporter& reporter) {
     }
     check.expect_error(session.take(api->memory_stats(device, nullptr)),
                        KILN_STATUS_INVALID_ARGUMENT, "memory_stats(NULL)");
-    SentinelBox<kiln_memory_stats> small(offsetof(kiln_memory_stats, bytes_in_use) + sizeof(uint64_t));
+    SentinelBox<kiln_memory_stats> small(offsetof(kiln_memory_stats, bytes_in_use) +
+                                         sizeof(uint64_t));
     if (check.expect_ok(session.take(api->memory_stats(device, small.get())),
                         "memory_stats with a smaller struct_size") &&
         !small.tail_intact())
@@ -162,7 +166,8 @@ void abi_copies(const AbiTarget& target, Reporter& reporter) {
   const kiln_memory_stats start = stats_of(session, check);
   for (size_t bytes : {size_t{1}, size_t{1001}, (size_t{1} << 20) + 5}) {
     reporter.begin("abi: copies of " + std::to_string(bytes) + " bytes");
-    Buffer a = allocate(session, check, bytes + 16, 64), b = allocate(session, check, bytes + 16, 64);
+    Buffer a = allocate(session, check, bytes + 16, 64),
+           b = allocate(session, check, bytes + 16, 64);
     if (a.handle == nullptr || b.handle == nullptr) break;
     const auto source = pattern(bytes, static_cast<unsigned>(bytes));
     std::vector<unsigned char> back(bytes, 0);
@@ -189,13 +194,13 @@ void abi_copies(const AbiTarget& target, Reporter& reporter) {
       check.expect_ok(session.take(session.api()->copy(session.device(), nullptr,
                                                        KILN_COPY_HOST_TO_DEVICE, a.data, host, 0)),
                       "copy of 0 bytes");
-      check.expect_error(session.take(session.api()->copy(session.device(), nullptr, 99, a.data,
-                                                          host, 8)),
-                         KILN_STATUS_INVALID_ARGUMENT, "copy(kind 99)");
-      check.expect_error(session.take(session.api()->copy(session.device(), nullptr,
-                                                          KILN_COPY_HOST_TO_DEVICE, a.data,
-                                                          nullptr, 8)),
-                         KILN_STATUS_INVALID_ARGUMENT, "copy(NULL source, 8 bytes)");
+      check.expect_error(
+          session.take(session.api()->copy(session.device(), nullptr, 99, a.data, host, 8)),
+          KILN_STATUS_INVALID_ARGUMENT, "copy(kind 99)");
+      check.expect_error(
+          session.take(session.api()->copy(session.device(), nullptr, KILN_COPY_HOST_TO_DEVICE,
+                                           a.data, nullptr, 8)),
+          KILN_STATUS_INVALID_ARGUMENT, "copy(NULL source, 8 bytes)");
     }
     release(session, check, a);
   }
@@ -224,7 +229,8 @@ void check_event_elapsed(AbiSession& session, Check& check, void* device_data,
       copy(session, check, KILN_COPY_HOST_TO_DEVICE, device_data, host_data, bytes, nullptr,
            "copy between two events") &&
       check.expect_ok(session.take(api->event_record(device, end, nullptr)), "event_record") &&
-      check.expect_ok(session.take(api->stream_synchronize(device, nullptr)), "stream_synchronize") &&
+      check.expect_ok(session.take(api->stream_synchronize(device, nullptr)),
+                      "stream_synchronize") &&
       check.expect_ok(session.take(api->event_elapsed(device, start, end, &ms)), "event_elapsed")) {
     if (!(ms >= 0) || !std::isfinite(ms))
       check.fail("event_elapsed across a copy answered " + std::to_string(ms) + " ms");

@@ -55,8 +55,7 @@ AbiSession::AbiSession(const std::string& path) : path_(path) {
     return;
   }
   entry_ = reinterpret_cast<kiln_plugin_init_fn>(::dlsym(library_, KILN_PLUGIN_ENTRY_SYMBOL));
-  if (entry_ == nullptr)
-    error_ = kiln::sdk::missing_entry_reason(path);
+  if (entry_ == nullptr) error_ = kiln::sdk::missing_entry_reason(path);
 }
 
 Outcome AbiSession::take(kiln_status* status) {
@@ -70,7 +69,8 @@ Outcome AbiSession::take(kiln_status* status) {
     out.defect = "a status object with a NULL message";
   }
   out.message = status->message ? status->message : "(no message)";
-  if (out.code == KILN_STATUS_OK) out.defect = "a non-NULL status with code OK (return NULL for success)";
+  if (out.code == KILN_STATUS_OK)
+    out.defect = "a non-NULL status with code OK (return NULL for success)";
   if (status->destroy == nullptr) {
     out.defect = "a status object whose destroy is NULL (it can never be freed)";
   } else {

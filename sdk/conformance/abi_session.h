@@ -29,7 +29,9 @@ const char* status_code_name(int32_t code);
 struct HostApi {
   explicit HostApi(uint32_t major = KILN_ABI_MAJOR, uint32_t minor = KILN_ABI_MINOR,
                    size_t extra_bytes = 0);
-  const kiln_host_api* get() const { return reinterpret_cast<const kiln_host_api*>(storage_.data()); }
+  const kiln_host_api* get() const {
+    return reinterpret_cast<const kiln_host_api*>(storage_.data());
+  }
 
  private:
   std::vector<uint64_t> storage_;

@@ -5,8 +5,8 @@
 #include <kiln/kiln.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -87,7 +87,8 @@ void load_through_libkiln(const std::string& name, const std::string& folder, in
     found = true;
     if (fs::path(p.path).parent_path() != fs::path(folder)) {
       r.status = Status::Failed;
-      r.message = "libkiln loaded '" + name + "' from " + p.path + " instead of the plugin under test";
+      r.message =
+          "libkiln loaded '" + name + "' from " + p.path + " instead of the plugin under test";
     } else {
       r.message = "loaded as '" + name + "', " + std::to_string(p.devices.size()) + " device(s)";
     }
@@ -95,12 +96,13 @@ void load_through_libkiln(const std::string& name, const std::string& folder, in
   if (!found) {
     r.status = Status::Failed;
     r.message = "libkiln did not load it";
-    const std::string expected = std::string(KILN_PLUGIN_FILE_PREFIX) + name + KILN_PLUGIN_FILE_SUFFIX;
+    const std::string expected =
+        std::string(KILN_PLUGIN_FILE_PREFIX) + name + KILN_PLUGIN_FILE_SUFFIX;
     for (const auto& entry : fs::directory_iterator(folder))
       if (entry.path().filename() != expected)
         r.message += ": libkiln loads the plugin '" + name + "' only from a file named '" +
-                     expected + "', and this one is named '" +
-                     entry.path().filename().string() + "'";
+                     expected + "', and this one is named '" + entry.path().filename().string() +
+                     "'";
     for (const PluginLoadFailure& f : plugin_load_failures())
       if (f.path.find(folder) == 0) r.message += ": " + f.reason;
   } else if (r.status == Status::Passed) {
@@ -131,7 +133,8 @@ Report certify(const CertifyOptions& options) {
     return report;
   }
   report.plugin_name = entry.facts["name"].get<std::string>();
-  report.plugin_version = entry.facts.count("version") ? entry.facts["version"].get<std::string>() : "";
+  report.plugin_version =
+      entry.facts.count("version") ? entry.facts["version"].get<std::string>() : "";
   report.plugin_abi = entry.facts.count("abi") ? entry.facts["abi"].get<std::string>() : "";
   const int devices = entry.facts["device_count"].get<int>();
   if (options.device >= devices) {
@@ -182,7 +185,8 @@ Report certify(const CertifyOptions& options) {
       continue;
     if (!provided.count(suite.op)) {
       if (kernels.facts.count("provided"))
-        report.checks.push_back(simple("ops", suite.op, Status::Fallback, "not provided: runs on the CPU plugin"));
+        report.checks.push_back(
+            simple("ops", suite.op, Status::Fallback, "not provided: runs on the CPU plugin"));
       continue;
     }
     run(report, options, "ops", suite.op, [&](Reporter& r) { run_op_suite(suite, device, r); });

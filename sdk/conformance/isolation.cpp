@@ -43,7 +43,8 @@ class PipeReporter : public Reporter {
 
  private:
   void send(const nlohmann::json& message) {
-    const std::string line = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    const std::string line =
+        message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     size_t written = 0;
     while (written < line.size()) {
       ssize_t n = ::write(fd_, line.data() + written, line.size() - written);
@@ -169,8 +170,8 @@ GroupOutcome run_group(const std::string& group, const GroupBody& body,
   const std::string during = last_begun.empty() ? "" : " while running '" + last_begun + "'";
   if (timed_out) {
     out.abnormal = Status::TimedOut;
-    out.abnormal_message = "no answer within " + std::to_string(options.timeout_seconds) +
-                           " s" + during + " (the process was killed)";
+    out.abnormal_message = "no answer within " + std::to_string(options.timeout_seconds) + " s" +
+                           during + " (the process was killed)";
   } else if (WIFSIGNALED(status)) {
     out.abnormal = Status::Crashed;
     out.abnormal_message = "the process died on " + signal_text(WTERMSIG(status)) + during;

@@ -36,7 +36,7 @@ struct GroupOutcome {
 using GroupBody = std::function<void(Reporter&)>;
 
 struct IsolationOptions {
-  bool fork = true;         ///< false: run in this process (for debuggers)
+  bool fork = true;  ///< false: run in this process (for debuggers)
   int timeout_seconds = 300;
 };
 

@@ -6,8 +6,8 @@
 //
 // Exit status: 0 every check passed, 1 a check failed (or crashed, or timed out),
 // 2 the command line was wrong.
-#include <CLI/CLI.hpp>
 #include <kiln/runtime.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdlib>
 #include <iostream>
@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-fork", no_fork,
                "run every check in this process (for a debugger; a crash then ends the run)");
   app.add_flag("--no-training", no_training, "skip the training check");
-  app.add_flag("--list-ops", list_ops, "print the catalogue ops that have conformance cases and exit");
+  app.add_flag("--list-ops", list_ops,
+               "print the catalogue ops that have conformance cases and exit");
   app.add_flag("-v,--verbose", verbose, "print each group of checks to stderr as it starts");
   try {
     app.parse(argc, argv);
@@ -57,10 +58,10 @@ int main(int argc, char** argv) {
     const auto known = kc::catalogue_op_names();
     for (const std::string& op : ops)
       if (std::find(known.begin(), known.end(), op) == known.end())
-        throw CLI::ValidationError("--op", "unknown op '" + op +
-                                               "' (kiln-conformance --list-ops lists them)");
+        throw CLI::ValidationError(
+            "--op", "unknown op '" + op + "' (kiln-conformance --list-ops lists them)");
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;  // CLI11 prints the error and points at --help
+    return app.exit(e) == 0 ? 0 : 2;   // CLI11 prints the error and points at --help
   } catch (const std::exception& e) {  // the suites disagree with the catalogue
     std::cerr << "kiln-conformance: " << e.what() << "\n";
     return 2;
@@ -78,9 +79,10 @@ int main(int argc, char** argv) {
   options.training = !no_training;
   options.isolation.fork = !no_fork;
   options.isolation.timeout_seconds = timeout;
-  if (verbose) options.progress = [](const std::string& group) {
-    std::cerr << "kiln-conformance: " << group << "\n";
-  };
+  if (verbose)
+    options.progress = [](const std::string& group) {
+      std::cerr << "kiln-conformance: " << group << "\n";
+    };
   const kc::Report report = kc::certify(options);
   if (json) {
     std::cout << report.json().dump(2) << "\n";

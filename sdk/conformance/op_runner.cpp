@@ -44,7 +44,8 @@ std::string compare(const Tensor& actual, const Tensor& expected, const Case& c,
   int bad = 0;
   std::ostringstream detail;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (std::isfinite(a[i]) && std::isfinite(e[i])) max_error = std::max(max_error, std::abs(a[i] - e[i]));
+    if (std::isfinite(a[i]) && std::isfinite(e[i]))
+      max_error = std::max(max_error, std::abs(a[i] - e[i]));
     if (value_close(a[i], e[i], tol)) continue;
     if (bad < 3)
       detail << (bad ? "; " : "") << "element " << i << ": got " << number(a[i]) << ", expected "
@@ -70,13 +71,12 @@ void backward_from(const Outputs& outs, const Device& device) {
 }
 
 struct CaseResult {
-  bool native = true;    ///< the op ran on the device (did not fall back)
-  std::string failure;   ///< "" when everything matched
-  std::string note;      ///< e.g. why a gradcheck was skipped
+  bool native = true;   ///< the op ran on the device (did not fall back)
+  std::string failure;  ///< "" when everything matched
+  std::string note;     ///< e.g. why a gradcheck was skipped
 };
 
-CaseResult run_case(const std::string& op, const Case& c, const Device& device,
-                    double& max_error) {
+CaseResult run_case(const std::string& op, const Case& c, const Device& device, double& max_error) {
   CaseResult result;
   Operands on_device, on_cpu;
   for (const Operand& x : c.inputs) {
@@ -177,8 +177,9 @@ void run_op_suite(const OpSuite& suite, const Device& device, Reporter& reporter
   kiln::synchronize(device);
   const uint64_t after = memory_stats(device).bytes_in_use;
   if (after != baseline)
-    failures.push_back("memory leak: bytes_in_use was " + std::to_string(baseline) + " before the " +
-                       "cases and " + std::to_string(after) + " after every tensor was freed");
+    failures.push_back("memory leak: bytes_in_use was " + std::to_string(baseline) +
+                       " before the " + "cases and " + std::to_string(after) +
+                       " after every tensor was freed");
 
   result.cases = native;
   result.fallback.assign(fallback.begin(), fallback.end());

@@ -59,14 +59,18 @@ void check_covers_catalogue(std::vector<OpSuite>& suites) {
   std::vector<int> count(std::size(catalogue), 0);
   for (const OpSuite& suite : suites) {
     const size_t i = position(suite.op);
-    if (i == std::size(catalogue)) problems += "\n  a suite for " + suite.op + ", not in the catalogue";
-    else if (++count[i] == 2) problems += "\n  two suites for " + suite.op;
+    if (i == std::size(catalogue))
+      problems += "\n  a suite for " + suite.op + ", not in the catalogue";
+    else if (++count[i] == 2)
+      problems += "\n  two suites for " + suite.op;
   }
   for (size_t i = 0; i < std::size(catalogue); ++i)
     if (count[i] == 0) problems += std::string("\n  no suite for ") + catalogue[i];
   if (!problems.empty())
-    throw std::logic_error("the conformance suites do not match the op catalogue "
-                           "(api/ops.json); every op needs exactly one suite:" + problems);
+    throw std::logic_error(
+        "the conformance suites do not match the op catalogue "
+        "(api/ops.json); every op needs exactly one suite:" +
+        problems);
   std::stable_sort(suites.begin(), suites.end(), [&](const OpSuite& a, const OpSuite& b) {
     return position(a.op) < position(b.op);
   });

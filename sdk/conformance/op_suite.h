@@ -44,7 +44,7 @@ enum class Reference {
 };
 
 struct Case {
-  std::string label;           ///< "float32 [3,4] strided", shown when the case fails
+  std::string label;  ///< "float32 [3,4] strided", shown when the case fails
   std::vector<Operand> inputs;
   /// Runs the op(s) on `device`'s operands; returns the tensors to compare. Must
   /// create any tensor of its own on `device`.
@@ -63,8 +63,8 @@ struct OpSuite {
 };
 
 /// An operand with deterministic pseudo-random values in [lo, hi).
-Operand operand(const Shape& shape, DType dtype, Layout layout = Layout::Contiguous,
-                double lo = -2, double hi = 2, uint32_t seed = 1);
+Operand operand(const Shape& shape, DType dtype, Layout layout = Layout::Contiguous, double lo = -2,
+                double hi = 2, uint32_t seed = 1);
 /// An operand with the given values.
 Operand operand_of(const Shape& shape, DType dtype, std::vector<double> values,
                    Layout layout = Layout::Contiguous);

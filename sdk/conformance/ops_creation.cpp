@@ -55,7 +55,8 @@ std::vector<Case> copy_cases() {
     // Strided out: copy_ into every other column of a larger tensor. The whole
     // destination is compared, so writes outside the view are caught too.
     Case c;
-    c.inputs = {operand({4, 8}, d, Layout::Contiguous, -3, 3, 2), operand({4, 4}, d, Layout::Transposed)};
+    c.inputs = {operand({4, 8}, d, Layout::Contiguous, -3, 3, 2),
+                operand({4, 4}, d, Layout::Transposed)};
     c.label = name(d) + " copy_ into a strided view";
     c.fn = [](const Operands& x, const Device&) {
       Tensor base = x[0];

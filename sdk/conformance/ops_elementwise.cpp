@@ -15,10 +15,9 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-const std::vector<DType> kFloat = {DType::Float32, DType::Float64, DType::Float16,
-                                   DType::BFloat16};
-const std::vector<DType> kFloatInt = {DType::Float32, DType::Float64, DType::Float16,
-                                      DType::BFloat16, DType::Int32, DType::Int64};
+const std::vector<DType> kFloat = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
+const std::vector<DType> kFloatInt = {DType::Float32,  DType::Float64, DType::Float16,
+                                      DType::BFloat16, DType::Int32,   DType::Int64};
 const std::vector<DType> kArith = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16,
                                    DType::Int32,   DType::Int64,   DType::UInt8};
 const std::vector<DType> kAll = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16,
@@ -48,7 +47,8 @@ std::vector<Case> unary_cases(const Unary& f, const std::vector<DType>& dtypes, 
     cases.push_back(c);
   };
   for (DType d : dtypes) {
-    const Domain dom = is_floating(d) ? domain : Domain{std::floor(domain.lo), std::ceil(domain.hi)};
+    const Domain dom =
+        is_floating(d) ? domain : Domain{std::floor(domain.lo), std::ceil(domain.hi)};
     const bool g = grad && differentiable(d);
     for (const Shape& s : {Shape{}, Shape{7}, Shape{0, 3}})
       add(operand(s, d, Layout::Contiguous, dom.lo, dom.hi, 3), false);
@@ -99,9 +99,9 @@ std::vector<Case> binary_cases(const Binary& f, const std::vector<DType>& dtypes
     };
     const Domain a_dom = is_floating(d) ? da : Domain{std::floor(da.lo), std::ceil(da.hi)};
     const Domain b_dom = is_floating(d) ? db : Domain{std::floor(db.lo), std::ceil(db.hi)};
-    for (const ShapePair& p : {ShapePair{{3, 4}, {3, 4}}, ShapePair{{3, 4}, {4}},
-                               ShapePair{{2, 1, 4}, {3, 1}}, ShapePair{{}, {5}},
-                               ShapePair{{5}, {}}, ShapePair{{0, 4}, {4}}}) {
+    for (const ShapePair& p :
+         {ShapePair{{3, 4}, {3, 4}}, ShapePair{{3, 4}, {4}}, ShapePair{{2, 1, 4}, {3, 1}},
+          ShapePair{{}, {5}}, ShapePair{{5}, {}}, ShapePair{{0, 4}, {4}}}) {
       const bool with_grad = g && !p.a.empty() && p.a[0] != 0;
       add(operand(p.a, d, Layout::Contiguous, a_dom.lo, a_dom.hi, 7),
           operand(p.b, d, Layout::Contiguous, b_dom.lo, b_dom.hi, 8), with_grad);
@@ -128,14 +128,19 @@ std::vector<Case> binary_cases(const Binary& f, const std::vector<DType>& dtypes
 // The in-place forms: a.add_(b) passes the same view as input and output.
 Case in_place_case(const std::string& op, DType d) {
   Case c;
-  c.inputs = {operand({3, 4}, d, Layout::Strided, -3, 3, 17), operand({4}, d, Layout::Contiguous, 0.5, 2, 18)};
+  c.inputs = {operand({3, 4}, d, Layout::Strided, -3, 3, 17),
+              operand({4}, d, Layout::Contiguous, 0.5, 2, 18)};
   c.label = describe(c.inputs[0]) + " " + op + "_ in place";
   c.fn = [op](const Operands& in, const Device&) {
     Tensor a = in[0];
-    if (op == "add") a.add_(in[1]);
-    else if (op == "sub") a.sub_(in[1]);
-    else if (op == "mul") a.mul_(in[1]);
-    else a.div_(in[1]);
+    if (op == "add")
+      a.add_(in[1]);
+    else if (op == "sub")
+      a.sub_(in[1]);
+    else if (op == "mul")
+      a.mul_(in[1]);
+    else
+      a.div_(in[1]);
     return Outputs{a};
   };
   return c;
@@ -145,7 +150,8 @@ std::vector<Case> arithmetic_cases(const std::string& op, const Binary& f,
                                    const std::vector<DType>& dtypes, Domain da, Domain db) {
   std::vector<Case> cases = binary_cases(f, dtypes, da, db, true);
   for (DType d : {DType::Float32, DType::Float64, DType::Int32})
-    if (std::find(dtypes.begin(), dtypes.end(), d) != dtypes.end()) cases.push_back(in_place_case(op, d));
+    if (std::find(dtypes.begin(), dtypes.end(), d) != dtypes.end())
+      cases.push_back(in_place_case(op, d));
   return cases;
 }
 
@@ -153,10 +159,12 @@ std::vector<Case> arithmetic_cases(const std::string& op, const Binary& f,
 std::vector<Case> predicate_cases(const Binary& f) {
   std::vector<Case> cases;
   for (DType d : kAll) {
-    for (const ShapePair& p : {ShapePair{{3, 4}, {3, 4}}, ShapePair{{2, 3, 4}, {4}}, ShapePair{{5}, {}}}) {
+    for (const ShapePair& p :
+         {ShapePair{{3, 4}, {3, 4}}, ShapePair{{2, 3, 4}, {4}}, ShapePair{{5}, {}}}) {
       Case c;
       Operand a = operand(p.a, d, Layout::Contiguous, -2, 2, 19);
-      Operand b = operand(p.b, d, p.b.size() == 2 ? Layout::Transposed : Layout::Contiguous, -2, 2, 20);
+      Operand b =
+          operand(p.b, d, p.b.size() == 2 ? Layout::Transposed : Layout::Contiguous, -2, 2, 20);
       if (is_floating(d)) {
         for (double& v : a.values) v = std::round(v * 2) / 2;
         for (double& v : b.values) v = std::round(v * 2) / 2;
@@ -223,18 +231,30 @@ void binary(std::vector<OpSuite>& suites, const std::string& op, Binary f,
 
 void add_elementwise_suites(std::vector<OpSuite>& suites) {
   const Domain wide{-3, 3}, positive{0.1, 4};
-  unary(suites, "kiln.neg", [](const Tensor& x) { return -x; }, kFloatInt, wide, true, true);
-  unary(suites, "kiln.abs", [](const Tensor& x) { return x.abs(); }, kFloatInt, wide, true, true);
-  unary(suites, "kiln.sign", [](const Tensor& x) { return x.sign(); }, kFloatInt, wide, false, true);
-  unary(suites, "kiln.exp", [](const Tensor& x) { return x.exp(); }, kFloat, wide, true);
-  unary(suites, "kiln.log", [](const Tensor& x) { return x.log(); }, kFloat, positive, true);
-  unary(suites, "kiln.sqrt", [](const Tensor& x) { return x.sqrt(); }, kFloat, positive, true);
-  unary(suites, "kiln.rsqrt", [](const Tensor& x) { return x.rsqrt(); }, kFloat, positive, true);
-  unary(suites, "kiln.sin", [](const Tensor& x) { return x.sin(); }, kFloat, wide, true);
-  unary(suites, "kiln.cos", [](const Tensor& x) { return x.cos(); }, kFloat, wide, true);
-  unary(suites, "kiln.tanh", [](const Tensor& x) { return x.tanh(); }, kFloat, wide, true);
-  unary(suites, "kiln.sigmoid", [](const Tensor& x) { return x.sigmoid(); }, kFloat, wide, true);
-  unary(suites, "kiln.relu", [](const Tensor& x) { return x.relu(); }, kFloatInt, wide, true, true);
+  unary(
+      suites, "kiln.neg", [](const Tensor& x) { return -x; }, kFloatInt, wide, true, true);
+  unary(
+      suites, "kiln.abs", [](const Tensor& x) { return x.abs(); }, kFloatInt, wide, true, true);
+  unary(
+      suites, "kiln.sign", [](const Tensor& x) { return x.sign(); }, kFloatInt, wide, false, true);
+  unary(
+      suites, "kiln.exp", [](const Tensor& x) { return x.exp(); }, kFloat, wide, true);
+  unary(
+      suites, "kiln.log", [](const Tensor& x) { return x.log(); }, kFloat, positive, true);
+  unary(
+      suites, "kiln.sqrt", [](const Tensor& x) { return x.sqrt(); }, kFloat, positive, true);
+  unary(
+      suites, "kiln.rsqrt", [](const Tensor& x) { return x.rsqrt(); }, kFloat, positive, true);
+  unary(
+      suites, "kiln.sin", [](const Tensor& x) { return x.sin(); }, kFloat, wide, true);
+  unary(
+      suites, "kiln.cos", [](const Tensor& x) { return x.cos(); }, kFloat, wide, true);
+  unary(
+      suites, "kiln.tanh", [](const Tensor& x) { return x.tanh(); }, kFloat, wide, true);
+  unary(
+      suites, "kiln.sigmoid", [](const Tensor& x) { return x.sigmoid(); }, kFloat, wide, true);
+  unary(
+      suites, "kiln.relu", [](const Tensor& x) { return x.relu(); }, kFloatInt, wide, true, true);
   suites.push_back({"kiln.gelu", [=] {
                       auto cases = unary_cases([](const Tensor& x) { return x.gelu("none"); },
                                                kFloat, wide, true, false);
@@ -245,36 +265,42 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
                       }
                       return cases;
                     }});
-  unary(suites, "kiln.logical_not", [](const Tensor& x) { return x.logical_not(); }, kAll, {-1, 1},
-        false, true);
-  suites.push_back({"kiln.clamp", [=] {
-                      auto cases = unary_cases(clamp_fn(-1.0, 1.5), kFloatInt, wide, true, true);
-                      for (Case& c : unary_cases(clamp_fn(0.5, std::nullopt), kFloatInt, wide, false, false)) {
-                        c.label += " min only";
-                        cases.push_back(c);
-                      }
-                      for (Case& c : unary_cases(clamp_fn(std::nullopt, -0.5), kFloat, wide, false, false)) {
-                        c.label += " max only";
-                        cases.push_back(c);
-                      }
-                      return cases;
-                    }});
+  unary(
+      suites, "kiln.logical_not", [](const Tensor& x) { return x.logical_not(); }, kAll, {-1, 1},
+      false, true);
+  suites.push_back(
+      {"kiln.clamp", [=] {
+         auto cases = unary_cases(clamp_fn(-1.0, 1.5), kFloatInt, wide, true, true);
+         for (Case& c : unary_cases(clamp_fn(0.5, std::nullopt), kFloatInt, wide, false, false)) {
+           c.label += " min only";
+           cases.push_back(c);
+         }
+         for (Case& c : unary_cases(clamp_fn(std::nullopt, -0.5), kFloat, wide, false, false)) {
+           c.label += " max only";
+           cases.push_back(c);
+         }
+         return cases;
+       }});
 
   suites.push_back({"kiln.add", [=] {
-                      return arithmetic_cases("add", [](const Tensor& a, const Tensor& b) { return a + b; },
-                                              kArith, wide, wide);
+                      return arithmetic_cases(
+                          "add", [](const Tensor& a, const Tensor& b) { return a + b; }, kArith,
+                          wide, wide);
                     }});
   suites.push_back({"kiln.sub", [=] {
-                      return arithmetic_cases("sub", [](const Tensor& a, const Tensor& b) { return a - b; },
-                                              kArith, wide, wide);
+                      return arithmetic_cases(
+                          "sub", [](const Tensor& a, const Tensor& b) { return a - b; }, kArith,
+                          wide, wide);
                     }});
   suites.push_back({"kiln.mul", [=] {
-                      return arithmetic_cases("mul", [](const Tensor& a, const Tensor& b) { return a * b; },
-                                              kArith, wide, wide);
+                      return arithmetic_cases(
+                          "mul", [](const Tensor& a, const Tensor& b) { return a * b; }, kArith,
+                          wide, wide);
                     }});
   suites.push_back({"kiln.div", [=] {
-                      return arithmetic_cases("div", [](const Tensor& a, const Tensor& b) { return a / b; },
-                                              kFloat, wide, {0.5, 2});
+                      return arithmetic_cases(
+                          "div", [](const Tensor& a, const Tensor& b) { return a / b; }, kFloat,
+                          wide, {0.5, 2});
                     }});
   binary(suites, "kiln.pow", [](const Tensor& a, const Tensor& b) { return a.pow(b); }, kFloat,
          {0.5, 2}, {-2, 2});
@@ -289,7 +315,9 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
                         nan.inputs = {operand_of({4}, DType::Float32, {kNaN, 1, 2, -kInf}),
                                       operand_of({4}, DType::Float32, {0, kNaN, 3, 5})};
                         nan.label = "float32 [4] with NaN";
-                        nan.fn = [f](const Operands& in, const Device&) { return Outputs{f(in[0], in[1])}; };
+                        nan.fn = [f](const Operands& in, const Device&) {
+                          return Outputs{f(in[0], in[1])};
+                        };
                         cases.push_back(nan);
                         return cases;
                       }});
@@ -308,16 +336,19 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
   suites.push_back({"kiln.where", where_cases});
 
   // Backward ops of elementwise functions, reached through gradients.
-  suites.push_back({"kiln.relu_backward",
-                    [=] { return unary_backward_cases([](const Tensor& x) { return x.relu(); }, wide); }});
-  suites.push_back({"kiln.gelu_backward", [=] {
-                      auto cases = unary_backward_cases([](const Tensor& x) { return x.gelu("none"); }, wide);
-                      for (Case& c : unary_backward_cases([](const Tensor& x) { return x.gelu("tanh"); }, wide)) {
-                        c.label += " approximate=tanh";
-                        cases.push_back(c);
-                      }
-                      return cases;
+  suites.push_back({"kiln.relu_backward", [=] {
+                      return unary_backward_cases([](const Tensor& x) { return x.relu(); }, wide);
                     }});
+  suites.push_back(
+      {"kiln.gelu_backward", [=] {
+         auto cases = unary_backward_cases([](const Tensor& x) { return x.gelu("none"); }, wide);
+         for (Case& c :
+              unary_backward_cases([](const Tensor& x) { return x.gelu("tanh"); }, wide)) {
+           c.label += " approximate=tanh";
+           cases.push_back(c);
+         }
+         return cases;
+       }});
 }
 
 }  // namespace kiln::conformance

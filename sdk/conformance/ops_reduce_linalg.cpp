@@ -11,12 +11,12 @@ namespace kiln::conformance {
 
 namespace {
 
-const std::vector<DType> kFloat = {DType::Float32, DType::Float64, DType::Float16,
-                                   DType::BFloat16};
-const std::vector<DType> kSumTypes = {DType::Float32, DType::Float64, DType::Float16,
-                                      DType::BFloat16, DType::Int32, DType::Int64};
-const std::vector<DType> kOrderTypes = {DType::Float32, DType::Float64, DType::Float16,
-                                        DType::BFloat16, DType::Int32, DType::Int64, DType::UInt8};
+const std::vector<DType> kFloat = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
+const std::vector<DType> kSumTypes = {DType::Float32,  DType::Float64, DType::Float16,
+                                      DType::BFloat16, DType::Int32,   DType::Int64};
+const std::vector<DType> kOrderTypes = {DType::Float32,  DType::Float64, DType::Float16,
+                                        DType::BFloat16, DType::Int32,   DType::Int64,
+                                        DType::UInt8};
 
 using Reduce = std::function<Tensor(const Tensor&, const std::vector<int64_t>&, bool keepdim)>;
 
@@ -37,9 +37,9 @@ std::vector<Case> reduction_cases(const Reduce& f, const std::vector<DType>& dty
     bool keepdim;
   };
   const std::vector<Plan> plans = {
-      {{2, 3, 4}, Layout::Contiguous, {}, false},  {{2, 3, 4}, Layout::Contiguous, {1}, false},
+      {{2, 3, 4}, Layout::Contiguous, {}, false},     {{2, 3, 4}, Layout::Contiguous, {1}, false},
       {{2, 3, 4}, Layout::Transposed, {0, 2}, false}, {{2, 3, 4}, Layout::Strided, {-1}, true},
-      {{5, 7}, Layout::Offset, {0}, false},         {{}, Layout::Contiguous, {}, false},
+      {{5, 7}, Layout::Offset, {0}, false},           {{}, Layout::Contiguous, {}, false},
       {{33}, Layout::Contiguous, {}, false},
   };
   for (DType d : dtypes) {
@@ -50,7 +50,9 @@ std::vector<Case> reduction_cases(const Reduce& f, const std::vector<DType>& dty
       x.requires_grad = g && !p.shape.empty();
       c.inputs = {x};
       c.label = describe(x) + " " + dims_text(p.dims, p.keepdim);
-      c.fn = [f, p](const Operands& in, const Device&) { return Outputs{f(in[0], p.dims, p.keepdim)}; };
+      c.fn = [f, p](const Operands& in, const Device&) {
+        return Outputs{f(in[0], p.dims, p.keepdim)};
+      };
       c.grad = x.requires_grad;
       c.tolerance_scale = 2;
       cases.push_back(c);
@@ -110,7 +112,7 @@ std::vector<Case> var_cases() {
   std::vector<Case> cases;
   for (int64_t correction : {0, 1}) {
     for (Case c : reduction_cases(
-             [correction](const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+             [correction](const Tensor&x, const std::vector<int64_t>&dims, bool keepdim) {
                return x.var(IntArrayRef(dims), correction, keepdim);
              },
              kFloat, -2, 2, true, false)) {
@@ -158,7 +160,8 @@ std::vector<Case> matmul_cases() {
     }
   }
   Case gc;
-  Operand a = operand({2, 3}, DType::Float64), b = operand({3, 2}, DType::Float64, Layout::Contiguous, -2, 2, 2);
+  Operand a = operand({2, 3}, DType::Float64),
+          b = operand({3, 2}, DType::Float64, Layout::Contiguous, -2, 2, 2);
   a.requires_grad = b.requires_grad = true;
   gc.inputs = {a, b};
   gc.label = "float64 [2,3] @ [3,2] gradcheck";
@@ -179,11 +182,14 @@ std::vector<Case> index_select_cases(bool gradients_only) {
       Operand x = operand({5, 4}, d, dim == 1 ? Layout::Strided : Layout::Contiguous, -3, 3, 51);
       x.requires_grad = g;
       // Repeated indices: their gradients must add up (deterministically).
-      Operand index = operand_of({4}, DType::Int64, dim == 0 ? std::vector<double>{4, 0, 4, 2}
-                                                             : std::vector<double>{3, 1, 3, 3});
+      Operand index =
+          operand_of({4}, DType::Int64,
+                     dim == 0 ? std::vector<double>{4, 0, 4, 2} : std::vector<double>{3, 1, 3, 3});
       c.inputs = {x, index};
       c.label = describe(x) + " dim " + std::to_string(dim);
-      c.fn = [dim](const Operands& in, const Device&) { return Outputs{index_select(in[0], dim, in[1])}; };
+      c.fn = [dim](const Operands& in, const Device&) {
+        return Outputs{index_select(in[0], dim, in[1])};
+      };
       c.grad = g;
       cases.push_back(c);
     }
@@ -194,7 +200,9 @@ std::vector<Case> index_select_cases(bool gradients_only) {
   weight.requires_grad = true;
   e.inputs = {operand_of({2, 3}, DType::Int64, {5, 0, 5, 1, 1, 2}), weight};
   e.label = "float32 embedding [2,3] of [6,3]";
-  e.fn = [](const Operands& in, const Device&) { return Outputs{nn::functional::embedding(in[0], in[1])}; };
+  e.fn = [](const Operands& in, const Device&) {
+    return Outputs{nn::functional::embedding(in[0], in[1])};
+  };
   e.grad = true;
   cases.push_back(e);
   return cases;
@@ -214,7 +222,9 @@ std::vector<Case> gather_cases(bool gradients_only) {
                                : operand_of({3, 2}, DType::Int64, {3, 3, 0, 1, 2, 0});
       c.inputs = {x, index};
       c.label = describe(x) + " dim " + std::to_string(dim);
-      c.fn = [dim](const Operands& in, const Device&) { return Outputs{gather(in[0], dim, in[1])}; };
+      c.fn = [dim](const Operands& in, const Device&) {
+        return Outputs{gather(in[0], dim, in[1])};
+      };
       c.grad = g;
       cases.push_back(c);
     }
@@ -231,11 +241,21 @@ Reduce reduce_fn(Tensor (Tensor::*method)(IntArrayRef, bool) const) {
 }  // namespace
 
 void add_reduction_suites(std::vector<OpSuite>& suites) {
-  suites.push_back({"kiln.sum", [] { return reduction_cases(reduce_fn(&Tensor::sum), kSumTypes, -2, 2, true, true); }});
-  suites.push_back({"kiln.prod", [] { return reduction_cases(reduce_fn(&Tensor::prod), kSumTypes, 0.6, 1.4, true, true); }});
-  suites.push_back({"kiln.mean", [] { return reduction_cases(reduce_fn(&Tensor::mean), kFloat, -2, 2, true, true); }});
-  suites.push_back({"kiln.amax", [] { return reduction_cases(reduce_fn(&Tensor::amax), kOrderTypes, -3, 3, true, false); }});
-  suites.push_back({"kiln.amin", [] { return reduction_cases(reduce_fn(&Tensor::amin), kOrderTypes, -3, 3, true, false); }});
+  suites.push_back({"kiln.sum", [] {
+                      return reduction_cases(reduce_fn(&Tensor::sum), kSumTypes, -2, 2, true, true);
+                    }});
+  suites.push_back(
+      {"kiln.prod",
+       [] { return reduction_cases(reduce_fn(&Tensor::prod), kSumTypes, 0.6, 1.4, true, true); }});
+  suites.push_back({"kiln.mean", [] {
+                      return reduction_cases(reduce_fn(&Tensor::mean), kFloat, -2, 2, true, true);
+                    }});
+  suites.push_back(
+      {"kiln.amax",
+       [] { return reduction_cases(reduce_fn(&Tensor::amax), kOrderTypes, -3, 3, true, false); }});
+  suites.push_back(
+      {"kiln.amin",
+       [] { return reduction_cases(reduce_fn(&Tensor::amin), kOrderTypes, -3, 3, true, false); }});
   suites.push_back({"kiln.argmax", [] { return arg_cases(true); }});
   suites.push_back({"kiln.argmin", [] { return arg_cases(false); }});
   suites.push_back({"kiln.var", var_cases});

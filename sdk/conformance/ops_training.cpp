@@ -21,8 +21,9 @@ const std::vector<DType> kTrainTypes = {DType::Float32, DType::Float64};
 // main input). `backward`: only cases with gradients (a backward op's suite).
 std::vector<Case> function_cases(const std::string& what, const std::vector<Shape>& shapes,
                                  const std::function<Outputs(const Operands&)>& f, bool backward,
-                                 double tolerance_scale = 4, Layout first_layout = Layout::Contiguous,
-                                 double lo = -2, double hi = 2) {
+                                 double tolerance_scale = 4,
+                                 Layout first_layout = Layout::Contiguous, double lo = -2,
+                                 double hi = 2) {
   std::vector<Case> cases;
   for (DType d : kTrainTypes) {
     for (bool with_grad : {false, true}) {
@@ -56,7 +57,13 @@ std::vector<Case> conv_cases(bool backward) {
       {"[2,3,6,6] * [4,3,3,3] padding 1", {2, 3, 6, 6}, {4, 3, 3, 3}, 1, 1, 1, 1},
       {"[1,2,7,6] * [3,2,3,2] stride 2 dilation 2", {1, 2, 7, 6}, {3, 2, 3, 2}, 2, 0, 2, 1},
       {"[1,4,5,5] * [6,2,3,3] groups 2", {1, 4, 5, 5}, {6, 2, 3, 3}, 1, 1, 1, 2},
-      {"[2,2,5,4] * [2,2,1,3] stride (2,1) padding (0,1)", {2, 2, 5, 4}, {2, 2, 1, 3}, {2, 1}, {0, 1}, 1, 1},
+      {"[2,2,5,4] * [2,2,1,3] stride (2,1) padding (0,1)",
+       {2, 2, 5, 4},
+       {2, 2, 1, 3},
+       {2, 1},
+       {0, 1},
+       1,
+       1},
   };
   for (const Plan& p : plans) {
     auto f = [p](const Operands& in) {
@@ -71,7 +78,9 @@ std::vector<Case> conv_cases(bool backward) {
     gc.inputs.push_back(x);
   }
   gc.label = "float64 [1,2,4,4] * [2,2,3,3] gradcheck";
-  gc.fn = [](const Operands& in, const Device&) { return Outputs{F::conv2d(in[0], in[1], in[2], 1, 1)}; };
+  gc.fn = [](const Operands& in, const Device&) {
+    return Outputs{F::conv2d(in[0], in[1], in[2], 1, 1)};
+  };
   gc.gradcheck = true;
   cases.push_back(gc);
   return cases;
@@ -81,25 +90,34 @@ std::vector<Case> pool_cases(const std::string& kind, bool backward) {
   using Pool = std::function<Tensor(const Tensor&)>;
   std::vector<std::pair<std::string, Pool>> plans;
   if (kind == "max") {
-    plans = {{"kernel 3 stride 2 padding 1", [](const Tensor& x) { return F::max_pool2d(x, 3, 2, 1); }},
-             {"kernel 2", [](const Tensor& x) { return F::max_pool2d(x, 2); }},
-             {"kernel 3 stride 2 ceil_mode", [](const Tensor& x) { return F::max_pool2d(x, 3, 2, 0, 1, true); }},
-             {"kernel 2 stride 1 dilation 2", [](const Tensor& x) { return F::max_pool2d(x, 2, 1, 0, 2); }}};
+    plans = {
+        {"kernel 3 stride 2 padding 1", [](const Tensor& x) { return F::max_pool2d(x, 3, 2, 1); }},
+        {"kernel 2", [](const Tensor& x) { return F::max_pool2d(x, 2); }},
+        {"kernel 3 stride 2 ceil_mode",
+         [](const Tensor& x) { return F::max_pool2d(x, 3, 2, 0, 1, true); }},
+        {"kernel 2 stride 1 dilation 2",
+         [](const Tensor& x) { return F::max_pool2d(x, 2, 1, 0, 2); }}};
   } else if (kind == "avg") {
-    plans = {{"kernel 3 stride 2 padding 1", [](const Tensor& x) { return F::avg_pool2d(x, 3, 2, 1); }},
-             {"kernel 3 stride 2 padding 1 count_include_pad=false",
-              [](const Tensor& x) { return F::avg_pool2d(x, 3, 2, 1, false, false); }},
-             {"kernel 2 ceil_mode", [](const Tensor& x) { return F::avg_pool2d(x, 2, 2, 0, true); }}};
+    plans = {
+        {"kernel 3 stride 2 padding 1", [](const Tensor& x) { return F::avg_pool2d(x, 3, 2, 1); }},
+        {"kernel 3 stride 2 padding 1 count_include_pad=false",
+         [](const Tensor& x) { return F::avg_pool2d(x, 3, 2, 1, false, false); }},
+        {"kernel 2 ceil_mode", [](const Tensor& x) { return F::avg_pool2d(x, 2, 2, 0, true); }}};
   } else {
-    plans = {{"to (3,2)", [](const Tensor& x) { return F::adaptive_avg_pool2d(x, {3, 2}); }},
+    plans = {{"to (3,2)",
+              [](const Tensor& x) {
+                return F::adaptive_avg_pool2d(x, {3, 2});
+              }},
              {"to (1,1)", [](const Tensor& x) { return F::adaptive_avg_pool2d(x, 1); }},
-             {"to (7,5)", [](const Tensor& x) { return F::adaptive_avg_pool2d(x, {7, 5}); }}};
+             {"to (7,5)", [](const Tensor& x) {
+                return F::adaptive_avg_pool2d(x, {7, 5});
+              }}};
   }
   std::vector<Case> cases;
   for (const auto& [what, pool] : plans) {
     auto f = [pool = pool](const Operands& in) { return Outputs{pool(in[0])}; };
-    for (Case& c : function_cases("[2,3,7,5] " + what, {{2, 3, 7, 5}}, f, backward, 4,
-                                  Layout::Transposed))
+    for (Case& c :
+         function_cases("[2,3,7,5] " + what, {{2, 3, 7, 5}}, f, backward, 4, Layout::Transposed))
       cases.push_back(c);
   }
   return cases;
@@ -210,28 +228,33 @@ std::vector<Case> optimizer_cases(bool adam) {
   using Make = std::function<std::unique_ptr<optim::Optimizer>(const Tensor&)>;
   std::vector<std::pair<std::string, Make>> plans;
   if (adam) {
-    plans = {{"Adam lr 0.01", [](const Tensor& p) {
-                return std::make_unique<optim::Adam>(std::vector<Tensor>{p}, optim::AdamOptions(0.01));
-              }},
-             {"Adam weight decay 0.1", [](const Tensor& p) {
-                return std::make_unique<optim::Adam>(std::vector<Tensor>{p},
-                                                     optim::AdamOptions(0.01).weight_decay(0.1));
-              }},
-             {"AdamW", [](const Tensor& p) {
-                return std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, optim::AdamWOptions(0.01));
-              }}};
+    plans = {
+        {"Adam lr 0.01",
+         [](const Tensor& p) {
+           return std::make_unique<optim::Adam>(std::vector<Tensor>{p}, optim::AdamOptions(0.01));
+         }},
+        {"Adam weight decay 0.1",
+         [](const Tensor& p) {
+           return std::make_unique<optim::Adam>(std::vector<Tensor>{p},
+                                                optim::AdamOptions(0.01).weight_decay(0.1));
+         }},
+        {"AdamW", [](const Tensor& p) {
+           return std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, optim::AdamWOptions(0.01));
+         }}};
   } else {
-    plans = {{"SGD lr 0.1", [](const Tensor& p) {
+    plans = {{"SGD lr 0.1",
+              [](const Tensor& p) {
                 return std::make_unique<optim::SGD>(std::vector<Tensor>{p}, optim::SGDOptions(0.1));
               }},
-             {"SGD momentum 0.9 dampening 0.1 weight decay 0.01", [](const Tensor& p) {
+             {"SGD momentum 0.9 dampening 0.1 weight decay 0.01",
+              [](const Tensor& p) {
                 return std::make_unique<optim::SGD>(
                     std::vector<Tensor>{p},
                     optim::SGDOptions(0.1).momentum(0.9).dampening(0.1).weight_decay(0.01));
               }},
              {"SGD nesterov", [](const Tensor& p) {
-                return std::make_unique<optim::SGD>(std::vector<Tensor>{p},
-                                                    optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
+                return std::make_unique<optim::SGD>(
+                    std::vector<Tensor>{p}, optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
               }}};
   }
   std::vector<Case> cases;
@@ -269,7 +292,8 @@ void add_training_suites(std::vector<OpSuite>& suites) {
   suites.push_back({"kiln.avg_pool2d", [] { return pool_cases("avg", false); }});
   suites.push_back({"kiln.avg_pool2d_backward", [] { return pool_cases("avg", true); }});
   suites.push_back({"kiln.adaptive_avg_pool2d", [] { return pool_cases("adaptive", false); }});
-  suites.push_back({"kiln.adaptive_avg_pool2d_backward", [] { return pool_cases("adaptive", true); }});
+  suites.push_back(
+      {"kiln.adaptive_avg_pool2d_backward", [] { return pool_cases("adaptive", true); }});
   suites.push_back({"kiln.batch_norm", [] { return batch_norm_cases(false); }});
   suites.push_back({"kiln.batch_norm_backward", [] { return batch_norm_cases(true); }});
   suites.push_back({"kiln.layer_norm", [] { return layer_norm_cases(false); }});

@@ -95,7 +95,8 @@ CheckResult check_from_json(const nlohmann::json& j) {
   r.name = j.value("name", "");
   r.status = status_from_json(j.value("status", "failed"));
   r.message = j.value("message", "");
-  if (j.contains("max_error") && j["max_error"].is_number()) r.max_error = j["max_error"].get<double>();
+  if (j.contains("max_error") && j["max_error"].is_number())
+    r.max_error = j["max_error"].get<double>();
   r.cases = j.value("cases", 0);
   if (j.contains("fallback")) r.fallback = j["fallback"].get<std::vector<std::string>>();
   return r;
@@ -126,11 +127,13 @@ std::string Report::text() const {
     std::snprintf(head, sizeof head, "  %-10s %-34s ", status_name(c.status), c.name.c_str());
     out << head;
     std::string detail = c.message;
-    if (c.cases) detail = std::to_string(c.cases) + (c.cases == 1 ? " case" : " cases") +
-                          (c.max_error ? ", max error " + format_error(*c.max_error) : "") +
-                          (detail.empty() ? "" : "; " + detail);
+    if (c.cases)
+      detail = std::to_string(c.cases) + (c.cases == 1 ? " case" : " cases") +
+               (c.max_error ? ", max error " + format_error(*c.max_error) : "") +
+               (detail.empty() ? "" : "; " + detail);
     else if (c.max_error && c.status != Status::Failed)
-      detail += (detail.empty() ? "" : "; ") + std::string("max error ") + format_error(*c.max_error);
+      detail +=
+          (detail.empty() ? "" : "; ") + std::string("max error ") + format_error(*c.max_error);
     if (!c.fallback.empty()) {
       detail += (detail.empty() ? "" : "; ") + std::string("CPU fallback for ");
       for (size_t i = 0; i < c.fallback.size(); ++i) detail += (i ? ", " : "") + c.fallback[i];
@@ -146,8 +149,7 @@ std::string Report::text() const {
   out << "\nSummary: " << counts[Status::Passed] << " passed, " << counts[Status::Fallback]
       << " not provided (CPU fallback), " << counts[Status::Warning] << " warnings, "
       << counts[Status::Skipped] << " skipped, "
-      << counts[Status::Failed] + counts[Status::Crashed] + counts[Status::TimedOut]
-      << " failed\n";
+      << counts[Status::Failed] + counts[Status::Crashed] + counts[Status::TimedOut] << " failed\n";
   out << (passed() ? "CONFORMANT: the plugin passed every check it was given\n"
                    : "NOT CONFORMANT: see the checks marked FAILED, CRASHED or TIMED OUT\n");
   return out.str();

@@ -86,11 +86,13 @@ void training_check(const Device& device, Reporter& reporter) {
   double worst = 0;
   std::string failure;
   for (int i = 0; i < kSteps; ++i) {
-    const double diff = std::abs(on_device[static_cast<size_t>(i)] - on_cpu[static_cast<size_t>(i)]);
+    const double diff =
+        std::abs(on_device[static_cast<size_t>(i)] - on_cpu[static_cast<size_t>(i)]);
     if (!std::isnan(diff)) worst = std::max(worst, diff);
     if (!(diff <= 1e-4 + 1e-3 * std::abs(on_cpu[static_cast<size_t>(i)])) && failure.empty())
-      failure = "step " + std::to_string(i + 1) + ": loss " + std::to_string(on_device[static_cast<size_t>(i)]) +
-                ", the CPU's " + std::to_string(on_cpu[static_cast<size_t>(i)]);
+      failure = "step " + std::to_string(i + 1) + ": loss " +
+                std::to_string(on_device[static_cast<size_t>(i)]) + ", the CPU's " +
+                std::to_string(on_cpu[static_cast<size_t>(i)]);
   }
   result.max_error = worst;
   kiln::synchronize(device);

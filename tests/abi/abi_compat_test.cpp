@@ -87,13 +87,15 @@ std::vector<std::string> incompatibilities(const std::vector<AbiEntry>& frozen,
         break;
       case Kind::FixedStruct:
         // No struct_size: arrays of it are indexed with sizeof, so the size is final.
-        if (now.size != old.size) report(old, "has no struct_size, so it may not grow", old.size, now.size);
+        if (now.size != old.size)
+          report(old, "has no struct_size, so it may not grow", old.size, now.size);
         if (now.alignment != old.alignment)
           report(old, "changed its alignment", old.alignment, now.alignment);
         break;
       case Kind::Field:
       case Kind::UnionMember:
-        if (now.offset != old.offset) report(old, "moved (fields are only appended)", old.offset, now.offset);
+        if (now.offset != old.offset)
+          report(old, "moved (fields are only appended)", old.offset, now.offset);
         if (now.size != old.size) report(old, "changed its size", old.size, now.size);
         if (now.alignment != old.alignment)
           report(old, "changed its alignment", old.alignment, now.alignment);
@@ -131,19 +133,19 @@ TEST(AbiCompatibility, TheCheckDetectsEachKindOfBreak) {
   // The comparison must be able to fail: one break of each kind, each reported.
   auto rows = current_abi_layout();
   auto row = [&](const std::string& name) -> AbiEntry& {
-    auto it = std::find_if(rows.begin(), rows.end(),
-                           [&](const AbiEntry& r) { return r.name == name; });
+    auto it =
+        std::find_if(rows.begin(), rows.end(), [&](const AbiEntry& r) { return r.name == name; });
     if (it == rows.end()) throw std::runtime_error("no row " + name);
     return *it;
   };
-  row("kiln_plugin_api.allocate").offset += 8;           // an entry inserted before it
-  row("kiln_tensor_view.ndim").text = "x";               // a field retyped
-  row("KILN_DTYPE_BOOL").value = 9;                      // an enum renumbered
-  row("kiln_attr").size += 8;                            // a fixed struct grown
-  row("kiln_memory_stats").size -= 8;                    // a struct shrunk
-  row("KILN_ABI_MINOR").value = -1;                      // the minor version lowered
-  row("KILN_PLUGIN_ENTRY_SYMBOL").text = "kiln_init";    // the entry point renamed
-  row("kiln_plugin_init_fn").text = "other";             // a signature changed
+  row("kiln_plugin_api.allocate").offset += 8;         // an entry inserted before it
+  row("kiln_tensor_view.ndim").text = "x";             // a field retyped
+  row("KILN_DTYPE_BOOL").value = 9;                    // an enum renumbered
+  row("kiln_attr").size += 8;                          // a fixed struct grown
+  row("kiln_memory_stats").size -= 8;                  // a struct shrunk
+  row("KILN_ABI_MINOR").value = -1;                    // the minor version lowered
+  row("KILN_PLUGIN_ENTRY_SYMBOL").text = "kiln_init";  // the entry point renamed
+  row("kiln_plugin_init_fn").text = "other";           // a signature changed
   EXPECT_EQ(incompatibilities(frozen_abi_layout(), rows).size(), 8u);
   // Growing a struct that carries struct_size, by appending, is allowed.
   auto grown = current_abi_layout();

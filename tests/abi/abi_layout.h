@@ -20,7 +20,17 @@
 namespace kiln::abi_test {
 
 struct AbiEntry {
-  enum class Kind { Struct, FixedStruct, Field, UnionMember, Enum, Macro, MacroAtLeast, String, Type };
+  enum class Kind {
+    Struct,
+    FixedStruct,
+    Field,
+    UnionMember,
+    Enum,
+    Macro,
+    MacroAtLeast,
+    String,
+    Type
+  };
   Kind kind;
   std::string name;   // "kiln_plugin_api", "kiln_plugin_api.allocate", "KILN_DTYPE_BOOL"
   std::string owner;  // the struct of a field, else ""

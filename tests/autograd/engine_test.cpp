@@ -184,9 +184,8 @@ namespace {
 TEST(AutogradHooks, PostAccumulateHookSeesTheSummedGradientOncePerPass) {
   Tensor w = ones({3}).requires_grad_();
   std::vector<std::vector<float>> seen;
-  autograd::register_post_accumulate_grad_hook(w, [&](const Tensor& leaf) {
-    seen.push_back(leaf.grad().to_vector<float>());
-  });
+  autograd::register_post_accumulate_grad_hook(
+      w, [&](const Tensor& leaf) { seen.push_back(leaf.grad().to_vector<float>()); });
   ((w * 2).sum() + (w * 3).sum()).backward();  // two uses, one accumulation
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0], std::vector<float>(3, 5.0f));

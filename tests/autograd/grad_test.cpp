@@ -44,8 +44,8 @@ TEST(AutogradGrad, LeavesOtherLeavesGradUntouched) {
 
 TEST(AutogradGrad, IntermediateInputGetsTheGradientFlowingIntoIt) {
   auto x = leaf({1, 2, 3}, {3});
-  auto h = x * 2;               // not a leaf
-  auto y = (h * h).sum();       // dy/dh = 2 h = 4 x
+  auto h = x * 2;          // not a leaf
+  auto y = (h * h).sum();  // dy/dh = 2 h = 4 x
   auto g = autograd::grad({y}, {h, x});
   EXPECT_EQ(values(g[0]), (std::vector<double>{4, 8, 12}));
   EXPECT_EQ(values(g[1]), (std::vector<double>{8, 16, 24}));  // dy/dx = 8 x
@@ -70,7 +70,7 @@ TEST(AutogradGrad, MatchesBackwardOnAnMlp) {
 
 TEST(AutogradGrad, SeveralOutputsAndExplicitGradOutputs) {
   auto x = leaf({1, 2}, {2});
-  auto y1 = x * 3;               // non-scalar: needs a grad_output
+  auto y1 = x * 3;  // non-scalar: needs a grad_output
   auto y2 = (x * x).sum();
   auto g = autograd::grad({y1, y2}, {x}, {kiln::from_vector<double>({1, 10}, {2}), Tensor()});
   EXPECT_EQ(values(g[0]), (std::vector<double>{3 + 2, 30 + 4}));

@@ -25,15 +25,15 @@ Tensor spread(std::vector<int64_t> shape, double gap = 0.1) {
   int64_t n = 1;
   for (auto s : shape) n *= s;
   std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[i] = (i % 2 ? 1 : -1) * (0.2 + gap * i) ;
+  for (int64_t i = 0; i < n; ++i) v[i] = (i % 2 ? 1 : -1) * (0.2 + gap * i);
   for (size_t i = 0; i < v.size(); ++i) std::swap(v[i], v[(i * 7 + 3) % v.size()]);
   return kiln::from_vector<double>(v, shape).requires_grad_();
 }
 
-#define EXPECT_GRADCHECK(fn, ...)                               \
-  do {                                                          \
-    auto r = kiln::gradcheck(fn, Inputs{__VA_ARGS__});          \
-    EXPECT_TRUE(r.ok) << r.message;                             \
+#define EXPECT_GRADCHECK(fn, ...)                      \
+  do {                                                 \
+    auto r = kiln::gradcheck(fn, Inputs{__VA_ARGS__}); \
+    EXPECT_TRUE(r.ok) << r.message;                    \
   } while (0)
 
 TEST(Gradcheck, UnaryOps) {
@@ -71,8 +71,8 @@ TEST(Gradcheck, BinaryOpsWithBroadcasting) {
 
 TEST(Gradcheck, WhereRoutesGradients) {
   auto cond = kiln::from_vector<bool>({true, false, true, false, false, true}, {2, 3});
-  EXPECT_GRADCHECK([cond](const Inputs& x) { return kiln::where(cond, x[0], x[1]); },
-                   input({2, 3}), input({3}, -1, 1, 3));
+  EXPECT_GRADCHECK([cond](const Inputs& x) { return kiln::where(cond, x[0], x[1]); }, input({2, 3}),
+                   input({3}, -1, 1, 3));
 }
 
 TEST(Gradcheck, Reductions) {
@@ -95,17 +95,31 @@ TEST(Gradcheck, ProdWithZeros) {
 }
 
 TEST(Gradcheck, ViewsAndJoins) {
-  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].reshape({4, 3}).t().matmul(x[0].reshape({4, 3})); },
-                   input({2, 6}));
+  EXPECT_GRADCHECK(
+      [](const Inputs& x) {
+        return x[0].reshape({4, 3}).t().matmul(x[0].reshape({4, 3}));
+      },
+      input({2, 6}));
   EXPECT_GRADCHECK([](const Inputs& x) { return x[0].permute({2, 0, 1}) * 2; }, input({2, 3, 4}));
   EXPECT_GRADCHECK([](const Inputs& x) { return x[0].slice(1, 1, 4, 2); }, input({3, 5}));
-  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].narrow(0, 1, 2).select(1, 2); }, input({3, 5}));
-  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].unsqueeze(1).expand({3, 4, 5}); }, input({3, 5}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].narrow(0, 1, 2).select(1, 2); },
+                   input({3, 5}));
+  EXPECT_GRADCHECK(
+      [](const Inputs& x) {
+        return x[0].unsqueeze(1).expand({3, 4, 5});
+      },
+      input({3, 5}));
   EXPECT_GRADCHECK([](const Inputs& x) { return x[0].squeeze().flatten(); }, input({3, 1, 5}));
-  EXPECT_GRADCHECK([](const Inputs& x) { return kiln::cat({x[0], x[1] * 2}, 1); }, input({2, 3}),
-                   input({2, 2}));
-  EXPECT_GRADCHECK([](const Inputs& x) { return kiln::stack({x[0], x[1]}, 0); }, input({2, 3}),
-                   input({2, 3}));
+  EXPECT_GRADCHECK(
+      [](const Inputs& x) {
+        return kiln::cat({x[0], x[1] * 2}, 1);
+      },
+      input({2, 3}), input({2, 2}));
+  EXPECT_GRADCHECK(
+      [](const Inputs& x) {
+        return kiln::stack({x[0], x[1]}, 0);
+      },
+      input({2, 3}), input({2, 3}));
 }
 
 TEST(Gradcheck, DtypeConversionPassesGradientsBackInTheInputDtype) {

@@ -325,7 +325,8 @@ TEST(DistributedSampler, ShardsAreDisjointSeededAndCoverTheEpoch) {
         }
         for (size_t r = 1; r < shards.size(); ++r) EXPECT_EQ(shards[r].size(), shards[0].size());
         std::sort(seen.begin(), seen.end());
-        const auto distinct = static_cast<int64_t>(std::unique(seen.begin(), seen.end()) - seen.begin());
+        const auto distinct =
+            static_cast<int64_t>(std::unique(seen.begin(), seen.end()) - seen.begin());
         if (drop_last) {
           EXPECT_EQ(distinct, static_cast<int64_t>(seen.size())) << "shards overlap";
           EXPECT_EQ(distinct, n / replicas * replicas);
@@ -344,7 +345,8 @@ TEST(DistributedSampler, ShardsAreDisjointSeededAndCoverTheEpoch) {
 
 TEST(DistributedSampler, RanksBatchesTogetherAreTheSingleProcessBatch) {
   auto dataset = counting(64);
-  DataLoader whole(dataset, DataLoaderOptions().batch_size(16).shuffle(true).seed(4).prefetch(false));
+  DataLoader whole(dataset,
+                   DataLoaderOptions().batch_size(16).shuffle(true).seed(4).prefetch(false));
   whole.set_epoch(2);
   std::vector<std::vector<int64_t>> global;
   for (auto& batch : whole) {
@@ -354,8 +356,9 @@ TEST(DistributedSampler, RanksBatchesTogetherAreTheSingleProcessBatch) {
   }
   std::vector<std::vector<int64_t>> combined(global.size());
   for (int64_t r = 0; r < 4; ++r) {
-    DataLoader part(dataset, DataLoaderOptions().batch_size(4).shuffle(true).seed(4).prefetch(false)
-                                 .distributed(4, r));
+    DataLoader part(
+        dataset,
+        DataLoaderOptions().batch_size(4).shuffle(true).seed(4).prefetch(false).distributed(4, r));
     part.set_epoch(2);
     EXPECT_EQ(part.size(), 4);
     size_t b = 0;

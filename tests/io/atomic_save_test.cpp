@@ -135,7 +135,9 @@ TEST(AtomicSave, TemporariesOfDeadProcessesAreRemovedByTheNextSave) {
   for (const auto& name : {dead, live, other, unlike}) write_bytes(dir / name, "partial");
   save_safetensors(target, NamedTensors{{"w", ones({2})}});
   const auto left = dir.entries();
-  auto has = [&](const std::string& n) { return std::find(left.begin(), left.end(), n) != left.end(); };
+  auto has = [&](const std::string& n) {
+    return std::find(left.begin(), left.end(), n) != left.end();
+  };
   EXPECT_FALSE(has(dead)) << "a dead writer's temporary file was left";
   EXPECT_TRUE(has(live)) << "a live process's temporary file was removed";
   EXPECT_TRUE(has(other)) << "another target's temporary file was removed";

@@ -49,7 +49,8 @@ TEST(KillDuringSave, CheckpointStaysWholeAndTemporariesDoNotPileUp) {
     const std::string program = KILN_TEST_SAVE_LOOP, target = path.string();
     char* argv[] = {const_cast<char*>(program.c_str()), const_cast<char*>(target.c_str()), nullptr};
     pid_t child = 0;
-    ASSERT_EQ(::posix_spawn(&child, program.c_str(), nullptr, nullptr, argv, environ), 0) << program;
+    ASSERT_EQ(::posix_spawn(&child, program.c_str(), nullptr, nullptr, argv, environ), 0)
+        << program;
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(random)));
     ASSERT_EQ(::kill(child, SIGKILL), 0);
     int status = 0;
@@ -63,7 +64,8 @@ TEST(KillDuringSave, CheckpointStaysWholeAndTemporariesDoNotPileUp) {
   // At least some kills landed inside a save (else the test proved nothing).
   EXPECT_GT(killed_with_a_temporary, 0);
   ASSERT_TRUE(std::filesystem::exists(path)) << "no save completed in " << kills << " runs";
-  io::save_safetensors(path, io::NamedTensors{{"a", full({1 << 20}, 7.0)}, {"b", full({1 << 20}, 7.0)}},
+  io::save_safetensors(path,
+                       io::NamedTensors{{"a", full({1 << 20}, 7.0)}, {"b", full({1 << 20}, 7.0)}},
                        {{"iteration", "7"}});
   expect_whole(path);
   EXPECT_EQ(temporaries(dir), 0) << testing::PrintToString(dir.entries());

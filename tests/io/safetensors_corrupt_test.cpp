@@ -49,8 +49,9 @@ TEST_F(SafetensorsCorrupt, DeeplyNestedHeaderIsRefusedNotACrash) {
   // overflows the stack.
   for (size_t depth : {size_t{100000}, size_t{1000000}}) {
     const std::string nested = std::string(depth, '[') + std::string(depth, ']');
-    expect_header_refused(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"x":)" + nested + "}",
-                          8, {"nests deeper than 16 levels"});
+    expect_header_refused(
+        R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"x":)" + nested + "}", 8,
+        {"nests deeper than 16 levels"});
     // The same depth in objects, inside the metadata.
     std::string objects;
     for (size_t i = 0; i < depth; ++i) objects += R"({"a":)";

@@ -16,10 +16,10 @@ int main(int argc, char** argv) {
   try {
     for (long i = 0;; ++i) {
       const double v = static_cast<double>(i);
-      kiln::io::save_safetensors(argv[1],
-                                 kiln::io::NamedTensors{{"a", kiln::full({1 << 20}, v)},
-                                                        {"b", kiln::full({1 << 20}, v)}},
-                                 {{"iteration", std::to_string(i)}});
+      kiln::io::save_safetensors(
+          argv[1],
+          kiln::io::NamedTensors{{"a", kiln::full({1 << 20}, v)}, {"b", kiln::full({1 << 20}, v)}},
+          {{"iteration", std::to_string(i)}});
     }
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "kiln_save_loop: %s\n", e.what());

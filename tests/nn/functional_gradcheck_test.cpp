@@ -76,8 +76,11 @@ TEST(FunctionalGradcheck, LeafGradientsNeverShareStorage) {
 TEST(FunctionalGradcheck, Conv2d) {
   EXPECT_GRADCHECK([](const Inputs& v) { return F::conv2d(v[0], v[1], v[2], 1, 1); },
                    input({2, 3, 5, 5}), input({4, 3, 3, 3}, 2), input({4}, 3));
-  EXPECT_GRADCHECK([](const Inputs& v) { return F::conv2d(v[0], v[1], {}, {2, 1}, {0, 1}, {1, 2}); },
-                   input({1, 2, 6, 7}), input({3, 2, 2, 3}, 2));
+  EXPECT_GRADCHECK(
+      [](const Inputs& v) {
+        return F::conv2d(v[0], v[1], {}, {2, 1}, {0, 1}, {1, 2});
+      },
+      input({1, 2, 6, 7}), input({3, 2, 2, 3}, 2));
   EXPECT_GRADCHECK([](const Inputs& v) { return F::conv2d(v[0], v[1], {}, 1, 0, 1, 2); },
                    input({2, 4, 4, 4}), input({6, 2, 3, 3}, 2));  // groups
 }
@@ -90,19 +93,22 @@ TEST(FunctionalGradcheck, Pooling) {
     return kiln::from_vector<double>(v, {2, 2, 5, 5}).requires_grad_();
   };
   EXPECT_GRADCHECK([](const Inputs& v) { return F::max_pool2d(v[0], 2); }, distinct());
-  EXPECT_GRADCHECK([](const Inputs& v) { return F::max_pool2d(v[0], 3, 2, 1, 1, true); }, distinct());
+  EXPECT_GRADCHECK([](const Inputs& v) { return F::max_pool2d(v[0], 3, 2, 1, 1, true); },
+                   distinct());
   EXPECT_GRADCHECK([](const Inputs& v) { return F::avg_pool2d(v[0], 2); }, input({2, 2, 5, 5}));
   EXPECT_GRADCHECK([](const Inputs& v) { return F::avg_pool2d(v[0], 3, 2, 1, true, false); },
                    input({2, 2, 5, 5}));
-  EXPECT_GRADCHECK([](const Inputs& v) { return F::adaptive_avg_pool2d(v[0], {2, 3}); },
-                   input({2, 2, 5, 7}));
+  EXPECT_GRADCHECK(
+      [](const Inputs& v) {
+        return F::adaptive_avg_pool2d(v[0], {2, 3});
+      },
+      input({2, 2, 5, 7}));
 }
 
 TEST(FunctionalGradcheck, BatchNormTraining) {
   auto rm = kiln::zeros({3}, kiln::float64), rv = kiln::ones({3}, kiln::float64);
-  EXPECT_GRADCHECK(
-      [&](const Inputs& v) { return F::batch_norm(v[0], rm, rv, v[1], v[2], true); },
-      input({4, 3, 2, 2}), input({3}, 2, 0.5, 1.5), input({3}, 3));
+  EXPECT_GRADCHECK([&](const Inputs& v) { return F::batch_norm(v[0], rm, rv, v[1], v[2], true); },
+                   input({4, 3, 2, 2}), input({3}, 2, 0.5, 1.5), input({3}, 3));
   EXPECT_GRADCHECK([](const Inputs& v) { return F::batch_norm(v[0], {}, {}, {}, {}, true); },
                    input({5, 3}));
 }
@@ -110,9 +116,8 @@ TEST(FunctionalGradcheck, BatchNormTraining) {
 TEST(FunctionalGradcheck, BatchNormEval) {
   auto rm = kiln::from_vector<double>({0.1, -0.2, 0.3});
   auto rv = kiln::from_vector<double>({0.5, 1.5, 2.0});
-  EXPECT_GRADCHECK(
-      [&](const Inputs& v) { return F::batch_norm(v[0], rm, rv, v[1], v[2], false); },
-      input({4, 3, 2}), input({3}, 2), input({3}, 3));
+  EXPECT_GRADCHECK([&](const Inputs& v) { return F::batch_norm(v[0], rm, rv, v[1], v[2], false); },
+                   input({4, 3, 2}), input({3}, 2), input({3}, 3));
 }
 
 TEST(FunctionalGradcheck, LayerNorm) {

@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <kiln/kiln.h>
 #include <kiln/nn.h>
+#include <cmath>
 
 namespace {
 
@@ -77,7 +77,8 @@ TEST(LossModules, EqualTheFunctions) {
     return a.to_vector<float>() == b.to_vector<float>();
   };
   kiln::nn::CrossEntropyLoss ce(kiln::nn::CrossEntropyLossOptions().label_smoothing(0.1));
-  EXPECT_TRUE(same(ce(logits, classes), F::cross_entropy(logits, classes, Reduction::Mean, -100, 0.1)));
+  EXPECT_TRUE(
+      same(ce(logits, classes), F::cross_entropy(logits, classes, Reduction::Mean, -100, 0.1)));
   kiln::nn::NLLLoss nll(kiln::nn::NLLLossOptions().reduction(Reduction::Sum));
   auto logp = F::log_softmax(logits, 1);
   EXPECT_TRUE(same(nll(logp, classes), F::nll_loss(logp, classes, Reduction::Sum)));
@@ -90,8 +91,8 @@ TEST(LossModules, EqualTheFunctions) {
   EXPECT_TRUE(ce.parameters().empty());
   EXPECT_EQ(ce.type_name(), "CrossEntropyLoss");
   auto copy = ce.clone();
-  EXPECT_TRUE(same(dynamic_cast<kiln::nn::CrossEntropyLoss&>(*copy)(logits, classes),
-                   ce(logits, classes)));
+  EXPECT_TRUE(
+      same(dynamic_cast<kiln::nn::CrossEntropyLoss&>(*copy)(logits, classes), ce(logits, classes)));
 }
 
 }  // namespace

@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <kiln/kiln.h>
 #include <kiln/nn.h>
+#include <cmath>
 #include <sstream>
 
 namespace {
@@ -26,8 +26,8 @@ TEST(Module, NamedParametersAndStateDictOrder) {
   auto net = small_cnn();
   std::vector<std::string> names;
   for (auto& [n, t] : net->named_parameters()) names.push_back(n);
-  EXPECT_EQ(names, (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias",
-                                             "5.weight", "5.bias"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias", "5.weight",
+                                             "5.bias"}));
   std::vector<std::string> state;
   for (auto& [n, t] : net->state_dict()) state.push_back(n);
   EXPECT_EQ(state, (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias",
@@ -85,7 +85,8 @@ TEST(Module, LoadStateDictRoundTripAndErrors) {
   auto a = small_cnn(), b = small_cnn();
   b->load_state_dict(a->state_dict());
   for (size_t i = 0; i < a->state_dict().size(); ++i)
-    EXPECT_TRUE(allclose(a->state_dict()[i].second.to(float64), b->state_dict()[i].second.to(float64)));
+    EXPECT_TRUE(
+        allclose(a->state_dict()[i].second.to(float64), b->state_dict()[i].second.to(float64)));
 
   auto state = a->state_dict();
   state.pop_back();

@@ -61,8 +61,9 @@ TEST(Options, NormsFromOptionsMatchThePositionalSpelling) {
 
 TEST(Options, OptimizerOptionsChainAndReadBack) {
   auto sgd = kiln::optim::SGDOptions(0.1).lr(0.2).momentum(0.9).nesterov(true);
-  static_assert(std::is_same_v<decltype(kiln::optim::SGDOptions(0.1).lr(0.2)), kiln::optim::SGDOptions&>,
-                "lr(v) on a derived options struct returns that struct, so chains go on");
+  static_assert(
+      std::is_same_v<decltype(kiln::optim::SGDOptions(0.1).lr(0.2)), kiln::optim::SGDOptions&>,
+      "lr(v) on a derived options struct returns that struct, so chains go on");
   EXPECT_DOUBLE_EQ(sgd.lr(), 0.2);
   EXPECT_DOUBLE_EQ(sgd.momentum(), 0.9);
   EXPECT_TRUE(sgd.nesterov());

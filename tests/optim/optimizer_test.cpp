@@ -3,9 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <kiln/kiln.h>
 #include <kiln/optim.h>
+#include <cmath>
 
 namespace {
 
@@ -93,8 +93,10 @@ void check_adam(bool decoupled) {
     int t = s + 1;
     for (int i = 0; i < 3; ++i) {
       double d = g[i];
-      if (decoupled) q[i] *= 1 - lr * wd;
-      else d += wd * q[i];
+      if (decoupled)
+        q[i] *= 1 - lr * wd;
+      else
+        d += wd * q[i];
       m[i] = b1 * m[i] + (1 - b1) * d;
       v[i] = b2 * v[i] + (1 - b2) * d * d;
       double denom = std::sqrt(v[i]) / std::sqrt(1 - std::pow(b2, t)) + eps;

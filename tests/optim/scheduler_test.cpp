@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <numbers>
 #include <kiln/kiln.h>
 #include <kiln/optim.h>
+#include <cmath>
+#include <numbers>
 
 namespace {
 

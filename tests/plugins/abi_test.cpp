@@ -1,7 +1,7 @@
 // The plugin's side of the ABI contract: init and version negotiation, the table,
 // devices, copies, streams and events, and kernel lookup.
-#include <chrono>
 #include <unistd.h>
+#include <chrono>
 
 #include <array>
 #include <cstdio>
@@ -381,8 +381,8 @@ TEST(PluginKernels, SupportsFollowsTheCatalogueDtypes) {
       const View one(storage, static_cast<kiln_dtype>(dtype), {1});
       std::vector<kiln_tensor_view> in(static_cast<size_t>(op->num_inputs), one.view);
       std::vector<kiln_tensor_view> out(static_cast<size_t>(op->num_outputs), one.view);
-      const kiln_op_args args{sizeof(kiln_op_args), in.data(), in.size(), out.data(), out.size(),
-                              nullptr, 0, nullptr};
+      const kiln_op_args args{sizeof(kiln_op_args), in.data(), in.size(), out.data(),
+                              out.size(),           nullptr,   0,         nullptr};
       const int32_t said = k.supports(k.context, &args);
       EXPECT_EQ(said != 0, kiln::sdk::dtype_in(op->dtypes, dtype))
           << name << " dtype " << kiln::sdk::dtype_name(dtype);

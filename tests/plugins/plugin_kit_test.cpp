@@ -4,10 +4,10 @@
 // (tests/conformance); this checks what conformance cannot provoke: handles used
 // twice or from elsewhere, exceptions of each kind, a backend whose constructor
 // throws, and the host's log.
-#include <thread>
-#include <chrono>
 #include <gtest/gtest.h>
 #include <kiln/sdk/plugin.h>
+#include <chrono>
+#include <thread>
 
 #include <cstdlib>
 #include <cstring>
@@ -23,10 +23,12 @@ bool fail_next_construction = true;  // the first construction throws
 class TestDevice : public kiln::sdk::Device {
  public:
   void* allocate(size_t bytes, size_t alignment, kiln::sdk::Stream*) override {
-    return std::aligned_alloc(alignment < 64 ? 64 : alignment, bytes < 64 ? 64 : (bytes + 63) / 64 * 64);
+    return std::aligned_alloc(alignment < 64 ? 64 : alignment,
+                              bytes < 64 ? 64 : (bytes + 63) / 64 * 64);
   }
   void deallocate(void* data, kiln::sdk::Stream*) override { std::free(data); }
-  void copy(kiln::sdk::CopyKind, void* dst, const void* src, size_t bytes, kiln::sdk::Stream*) override {
+  void copy(kiln::sdk::CopyKind, void* dst, const void* src, size_t bytes,
+            kiln::sdk::Stream*) override {
     std::memcpy(dst, src, bytes);
   }
   void memory_stats(kiln_memory_stats& stats) override { stats.bytes_reserved += 1000; }
@@ -138,7 +140,8 @@ TEST(PluginKitInit, AThrowingConstructorIsAnErrorAndIsRetried) {
   const kiln_plugin_api* table = nullptr;
   const Outcome first = take(kiln_plugin_init(&h, &table));
   EXPECT_EQ(first.code, KILN_STATUS_INTERNAL);
-  EXPECT_NE(first.message.find("kittest: no test device found"), std::string::npos) << first.message;
+  EXPECT_NE(first.message.find("kittest: no test device found"), std::string::npos)
+      << first.message;
   EXPECT_EQ(table, nullptr);
   ASSERT_EQ(take(kiln_plugin_init(&h, &table)).code, KILN_STATUS_OK);
   ASSERT_NE(table, nullptr);
@@ -167,14 +170,15 @@ TEST_F(PluginKit, BuffersFreedTwiceOrFromElsewhereAreRefused) {
   const Outcome twice = take(api->deallocate(device, buffer, nullptr));
   EXPECT_EQ(twice.code, KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(twice.message.find("already freed"), std::string::npos) << twice.message;
-  EXPECT_NE(twice.message.find("kittest: deallocate on kittest:0"), std::string::npos) << twice.message;
+  EXPECT_NE(twice.message.find("kittest: deallocate on kittest:0"), std::string::npos)
+      << twice.message;
   ASSERT_EQ(take(api->memory_stats(device, &stats)).code, KILN_STATUS_OK);
   EXPECT_EQ(stats.bytes_in_use, 0u);
   EXPECT_EQ(stats.peak_bytes_in_use, 100u);
   // A handle that is not a device of this plugin.
   uint64_t not_a_device[8] = {};
-  const Outcome foreign = take(api->allocate(reinterpret_cast<kiln_device*>(not_a_device), 8, 64,
-                                             nullptr, &buffer, &data));
+  const Outcome foreign = take(
+      api->allocate(reinterpret_cast<kiln_device*>(not_a_device), 8, 64, nullptr, &buffer, &data));
   EXPECT_EQ(foreign.code, KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(foreign.message.find("not a device handle"), std::string::npos) << foreign.message;
 }
@@ -232,7 +236,8 @@ TEST_F(PluginKit, PropertiesHaveDefaultsAndRespectTheCallersSize) {
   ASSERT_EQ(take(api->device_get_properties(api->context, 0, small)).code, KILN_STATUS_OK);
   EXPECT_EQ(small->kind, KILN_DEVICE_KIND_ACCELERATOR);
   for (size_t i = small->struct_size; i < sizeof bytes; ++i) ASSERT_EQ(bytes[i], 0xAB) << i;
-  EXPECT_EQ(take(api->device_get_properties(api->context, 2, &p)).code, KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(take(api->device_get_properties(api->context, 2, &p)).code,
+            KILN_STATUS_INVALID_ARGUMENT);
 }
 
 TEST_F(PluginKit, KernelExceptionsBecomeStatusesNamingTheOp) {
@@ -242,7 +247,8 @@ TEST_F(PluginKit, KernelExceptionsBecomeStatusesNamingTheOp) {
   ASSERT_NE(kernel.run, nullptr);
   int64_t shape[1] = {1}, strides[1] = {1};
   float value = 0;
-  kiln_tensor_view out{sizeof(kiln_tensor_view), &value, 0, shape, strides, 1, KILN_DTYPE_FLOAT32, device};
+  kiln_tensor_view out{sizeof(kiln_tensor_view), &value, 0, shape, strides, 1,
+                       KILN_DTYPE_FLOAT32,       device};
   auto run = [&](const char* mode) {
     kiln_attr attr{};
     attr.name = "mode";
@@ -263,7 +269,8 @@ TEST_F(PluginKit, KernelExceptionsBecomeStatusesNamingTheOp) {
   EXPECT_NE(unknown.message.find("unknown exception"), std::string::npos) << unknown.message;
   const Outcome wrong_type = run("device");
   EXPECT_EQ(wrong_type.code, KILN_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(wrong_type.message.find("another Device type"), std::string::npos) << wrong_type.message;
+  EXPECT_NE(wrong_type.message.find("another Device type"), std::string::npos)
+      << wrong_type.message;
 }
 
 TEST_F(PluginKit, LogRespectsTheHostsLevel) {

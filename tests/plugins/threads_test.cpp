@@ -15,7 +15,8 @@ using namespace kiln::test;
 
 const kiln_threads_api* threads() {
   const kiln_plugin_api* api = CpuPlugin::get().api;
-  return static_cast<const kiln_threads_api*>(api->get_extension(api->context, KILN_EXTENSION_THREADS));
+  return static_cast<const kiln_threads_api*>(
+      api->get_extension(api->context, KILN_EXTENSION_THREADS));
 }
 
 int threads_in_process() {

@@ -18,7 +18,8 @@ class CustomOp : public ::testing::Test {
   void SetUp() override {
     if (!test::has_plugin("myops"))
       GTEST_SKIP() << "the myops plugin did not load (run through ctest, which sets "
-                      "KILN_PLUGIN_PATH):" << test::describe_failures();
+                      "KILN_PLUGIN_PATH):"
+                   << test::describe_failures();
   }
 };
 
@@ -52,9 +53,9 @@ TEST_F(CustomOp, RunsThePluginsKernelWithItsAttribute) {
 TEST_F(CustomOp, StridedOperandsAreMadeContiguousForAKernelThatWantsThem) {
   manual_seed(2);
   auto base = randn({4, 5}, float64).to(kMyops);
-  auto x = base.transpose(0, 1);            // a strided input
+  auto x = base.transpose(0, 1);  // a strided input
   auto out = zeros({4, 5}, TensorOptions(float64).device(kMyops));
-  auto y = out.transpose(0, 1);             // a strided output: written through
+  auto y = out.transpose(0, 1);  // a strided output: written through
   call_op("myops.softplus", {x}, {y}, {{"beta", 1.0}});
   EXPECT_TRUE(allclose(out.to(Device("cpu:0")), reference(base, 1.0), 1e-12, 1e-14)) << out;
 }
@@ -88,15 +89,15 @@ TEST_F(CustomOp, BadCallsAreClearErrorsAndLeaveTheProcessUsable) {
                     "no kernel on myops:0");
   // The plugin's supports() declines int32; its kernel refuses a bad or missing attribute.
   auto xi = ones({2, 3}, TensorOptions(int32).device(kMyops));
-  EXPECT_KILN_ERROR(call_op("myops.softplus", {xi}, {empty_like(xi)}, {{"beta", 1.0}}),
-                    "declined", "int32[2, 3]");
+  EXPECT_KILN_ERROR(call_op("myops.softplus", {xi}, {empty_like(xi)}, {{"beta", 1.0}}), "declined",
+                    "int32[2, 3]");
   EXPECT_KILN_ERROR(call_op("myops.softplus", {x}, {y}, {{"beta", -1.0}}), "myops.softplus",
                     "beta must be positive");
   EXPECT_KILN_ERROR(call_op("myops.softplus", {x}, {y}), "myops.softplus", "beta");
   EXPECT_KILN_ERROR(call_op("myops.softplus", {x}, {y}, {{"beta", 1}}), "myops.softplus", "beta");
-  EXPECT_KILN_ERROR(call_op("myops.softplus", {x}, {y.slice(1, 0, 1).expand({2, 3})},
-                            {{"beta", 1.0}}),
-                    "output 0", "overlap");
+  EXPECT_KILN_ERROR(
+      call_op("myops.softplus", {x}, {y.slice(1, 0, 1).expand({2, 3})}, {{"beta", 1.0}}),
+      "output 0", "overlap");
   // Still usable: a good call gives the right values.
   call_op("myops.softplus", {x}, {y}, {{"beta", 1.0}});
   EXPECT_NEAR(y.to(Device("cpu:0")).to_vector<double>()[0], std::log1p(std::exp(1.0)), 1e-15);
@@ -126,8 +127,8 @@ TEST_F(CustomOp, TheProfilerRecordsItByName) {
   p.stop();
   bool found = false;
   for (const profiler::Event& e : p.events())
-    found |= e.kind == profiler::Event::Kind::Op && e.name == "myops.softplus" &&
-             e.device == "myops:0";
+    found |=
+        e.kind == profiler::Event::Kind::Op && e.name == "myops.softplus" && e.device == "myops:0";
   EXPECT_TRUE(found) << p.events().size() << " events";
 }
 

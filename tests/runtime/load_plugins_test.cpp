@@ -39,7 +39,8 @@ TEST(LoadPlugins, AFolderAddsItsPluginsAndJoinsTheSearchPath) {
 
   // Again: nothing new; the second copy is refused as a duplicate, the first stays.
   EXPECT_TRUE(load_plugins(kGoodDir).empty());
-  EXPECT_TRUE(failure_mentions("libkiln_minimal.so", "already loaded")) << test::describe_failures();
+  EXPECT_TRUE(failure_mentions("libkiln_minimal.so", "already loaded"))
+      << test::describe_failures();
   EXPECT_EQ((a * 2).sum().item<double>(), 6.0);
 }
 

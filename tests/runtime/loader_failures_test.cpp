@@ -233,8 +233,9 @@ namespace kiln::test {
 namespace {
 
 TEST(FifoCandidate, IsSkippedNotOpened) {
-  const std::string dir = (std::filesystem::temp_directory_path() /
-                           ("kiln-fifo-" + std::to_string(::getpid()))).string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("kiln-fifo-" + std::to_string(::getpid())))
+          .string();
   std::filesystem::create_directories(dir);
   const std::string fifo = dir + "/libkiln_fifo.so";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << "cannot make a FIFO at " << fifo;

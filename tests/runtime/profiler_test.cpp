@@ -89,7 +89,8 @@ TEST(Profiler, ForwardOpsNestInTheScopeAndBackwardOpsFollowIt) {
                         e.start_ns >= forward->start_ns && e.end_ns <= forward->end_ns;
   EXPECT_GE(forward_in_scope, 4) << "two linear layers, a relu and the loss";
   bool shapes = false;
-  for (const Event& e : events) shapes = shapes || e.shapes.find("float32[4, 6]") != std::string::npos;
+  for (const Event& e : events)
+    shapes = shapes || e.shapes.find("float32[4, 6]") != std::string::npos;
   EXPECT_TRUE(shapes) << "the input shapes of the first linear layer";
   // Outputs are allocated just before their op is dispatched: the bytes count for it.
   int64_t bytes = 0;
@@ -150,7 +151,8 @@ TEST(Profiler, KeyAveragesAddUpToTheEvents) {
   double total_us = 0, device_us = 0;
   for (const Event& e : p.events()) {
     total_us += static_cast<double>(e.end_ns - e.start_ns) / 1000.0;
-    if (e.device_start_ns >= 0) device_us += static_cast<double>(e.device_end_ns - e.device_start_ns) / 1000.0;
+    if (e.device_start_ns >= 0)
+      device_us += static_cast<double>(e.device_end_ns - e.device_start_ns) / 1000.0;
   }
   for (bool by_shapes : {false, true}) {
     const prof::KeyAverages averages = p.key_averages(by_shapes);

@@ -33,7 +33,10 @@ TEST(FromBlob, TheDeleterRunsOnceWhenTheLastUserIsGone) {
   int calls = 0;
   auto* data = new float[4]{1, 2, 3, 4};
   {
-    Tensor t = from_blob(data, {4}, {1}, [&calls](void* p) { ++calls; delete[] static_cast<float*>(p); });
+    Tensor t = from_blob(data, {4}, {1}, [&calls](void* p) {
+      ++calls;
+      delete[] static_cast<float*>(p);
+    });
     Tensor view = t.reshape({2, 2}).transpose(0, 1);
     t = Tensor();
     EXPECT_EQ(calls, 0) << "a view still uses the memory";
@@ -104,10 +107,12 @@ struct Produced {
   int deleted = 0;
   DLManagedTensor managed{};
   Produced() {
-    managed.dl_tensor = {values.data(), {kDLCPU, 0}, 2, {kDLInt, 32, 1}, shape, nullptr,
-                         2 * sizeof(int32_t)};
+    managed.dl_tensor = {values.data(), {kDLCPU, 0},        2, {kDLInt, 32, 1}, shape,
+                         nullptr,       2 * sizeof(int32_t)};
     managed.manager_ctx = this;
-    managed.deleter = [](DLManagedTensor* self) { ++static_cast<Produced*>(self->manager_ctx)->deleted; };
+    managed.deleter = [](DLManagedTensor* self) {
+      ++static_cast<Produced*>(self->manager_ctx)->deleted;
+    };
   }
 };
 

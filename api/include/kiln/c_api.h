@@ -102,8 +102,8 @@ struct kiln_status {
   size_t struct_size;
   int32_t code; /* kiln_status_code */
   int32_t reserved;
-  const char *message;
-  void (*destroy)(kiln_status *self);
+  const char* message;
+  void (*destroy)(kiln_status* self);
 };
 
 /* ------------------------------------------------------------------------------ */
@@ -136,13 +136,13 @@ typedef struct kiln_event kiln_event;
  * a zero in `shape` is an empty tensor (the kernel must then do nothing). */
 typedef struct kiln_tensor_view {
   size_t struct_size;
-  void *data;
+  void* data;
   int64_t byte_offset;
-  const int64_t *shape;
-  const int64_t *strides;
+  const int64_t* shape;
+  const int64_t* strides;
   int32_t ndim;
   int32_t dtype; /* kiln_dtype */
-  kiln_device *device;
+  kiln_device* device;
 } kiln_tensor_view;
 
 /* ------------------------------------------------------------------------------ */
@@ -160,16 +160,16 @@ typedef enum kiln_attr_type {
 /* One named attribute. The op catalogue (api/OPS.md) fixes each op's attribute
  * names, types and order; the frontend always passes all of them, in that order. */
 typedef struct kiln_attr {
-  const char *name;
+  const char* name;
   int32_t type; /* kiln_attr_type */
   int32_t reserved;
   int64_t count; /* for INTS and FLOATS */
   union {
     int64_t i;
     double f;
-    const int64_t *ints;
-    const double *floats;
-    const char *s;
+    const int64_t* ints;
+    const double* floats;
+    const char* s;
   } value;
 } kiln_attr;
 
@@ -178,16 +178,16 @@ typedef struct kiln_attr {
  * default stream; the kernel enqueues its work there and may return before it ends. */
 typedef struct kiln_op_args {
   size_t struct_size;
-  const kiln_tensor_view *inputs;
+  const kiln_tensor_view* inputs;
   size_t num_inputs;
-  const kiln_tensor_view *outputs;
+  const kiln_tensor_view* outputs;
   size_t num_outputs;
-  const kiln_attr *attrs;
+  const kiln_attr* attrs;
   size_t num_attrs;
-  kiln_stream *stream;
+  kiln_stream* stream;
 } kiln_op_args;
 
-typedef kiln_status *(*kiln_kernel_fn)(void *context, const kiln_op_args *args);
+typedef kiln_status* (*kiln_kernel_fn)(void* context, const kiln_op_args* args);
 
 enum {
   /* The kernel accepts inputs with any strides (including 0 and negative). Without
@@ -201,11 +201,11 @@ enum {
 typedef struct kiln_kernel {
   size_t struct_size;
   kiln_kernel_fn run;
-  void *context;
+  void* context;
   /* (optional) 1 if `run` handles these particular arguments (dtypes, ranks,
    * shapes), 0 if the frontend should fall back to the CPU plugin. NULL: the
    * kernel handles every valid argument list of its op. Must be cheap. */
-  int32_t (*supports)(void *context, const kiln_op_args *args);
+  int32_t (*supports)(void* context, const kiln_op_args* args);
   uint32_t flags; /* KILN_KERNEL_* */
   uint32_t reserved;
 } kiln_kernel;
@@ -249,10 +249,10 @@ enum {
 /* Allocator statistics for one device; same size rule as the properties. */
 typedef struct kiln_memory_stats {
   size_t struct_size;
-  uint64_t bytes_in_use;      /* held by live allocations */
-  uint64_t bytes_reserved;    /* obtained from the system, cached blocks included */
-  uint64_t peak_bytes_in_use; /* high-water mark of bytes_in_use */
-  uint64_t num_allocations;   /* allocate() calls that succeeded */
+  uint64_t bytes_in_use;           /* held by live allocations */
+  uint64_t bytes_reserved;         /* obtained from the system, cached blocks included */
+  uint64_t peak_bytes_in_use;      /* high-water mark of bytes_in_use */
+  uint64_t num_allocations;        /* allocate() calls that succeeded */
   uint64_t num_system_allocations; /* times memory was obtained from the system */
 } kiln_memory_stats;
 
@@ -277,10 +277,10 @@ typedef struct kiln_host_api {
   size_t struct_size;
   uint32_t abi_major;
   uint32_t abi_minor;
-  const char *kiln_version; /* e.g. "0.1.0" */
+  const char* kiln_version; /* e.g. "0.1.0" */
   /* Writes one line to Kiln's log if `level` <= the configured level. May be
    * called from any thread. `plugin` is the plugin's name. */
-  void (*log)(int32_t level, const char *plugin, const char *message);
+  void (*log)(int32_t level, const char* plugin, const char* message);
   int32_t log_level; /* kiln_log_level currently in force */
   int32_t reserved;
 } kiln_host_api;
@@ -293,23 +293,23 @@ typedef struct kiln_plugin_api {
   size_t struct_size; /* sizeof(kiln_plugin_api) as the plugin was built */
   uint32_t abi_major;
   uint32_t abi_minor;
-  const char *name;    /* backend name, [a-z0-9_]+, e.g. "cpu", "cuda", "acme" */
-  const char *version; /* the plugin's own version, e.g. "1.2.0" */
-  void *context;       /* passed back to the plugin-level functions */
+  const char* name;    /* backend name, [a-z0-9_]+, e.g. "cpu", "cuda", "acme" */
+  const char* version; /* the plugin's own version, e.g. "1.2.0" */
+  void* context;       /* passed back to the plugin-level functions */
 
   /* -- plugin level -------------------------------------------------------------- */
 
   /* (optional) Free-form diagnostics, e.g. why there are zero devices. The string
    * stays valid for the life of the process. */
-  const char *(*describe)(void *context);
+  const char* (*describe)(void* context);
   /* (required) How many devices the plugin has; may be 0. */
-  kiln_status *(*device_count)(void *context, int32_t *count);
+  kiln_status* (*device_count)(void* context, int32_t* count);
   /* (required) Fills `properties` as far as its struct_size reaches. */
-  kiln_status *(*device_get_properties)(void *context, int32_t index,
-                                        kiln_device_properties *properties);
+  kiln_status* (*device_get_properties)(void* context, int32_t index,
+                                        kiln_device_properties* properties);
   /* (required) Opens device `index` (0-based). Opening twice returns the same handle.
    * Devices are never closed. */
-  kiln_status *(*device_open)(void *context, int32_t index, kiln_device **device);
+  kiln_status* (*device_open)(void* context, int32_t index, kiln_device** device);
 
   /* -- memory -------------------------------------------------------------------- */
 
@@ -317,23 +317,22 @@ typedef struct kiln_plugin_api {
    * usable by work on `stream` from now on. Returns an owning handle and the data
    * pointer kernels will see. Out of memory: KILN_STATUS_OUT_OF_MEMORY with a
    * message stating the request, the bytes in use and the bytes reserved. */
-  kiln_status *(*allocate)(kiln_device *device, size_t bytes, size_t alignment,
-                           kiln_stream *stream, kiln_buffer **buffer, void **data);
+  kiln_status* (*allocate)(kiln_device* device, size_t bytes, size_t alignment, kiln_stream* stream,
+                           kiln_buffer** buffer, void** data);
   /* (required) Releases a buffer once the work already enqueued on `stream` is done
    * with it. */
-  kiln_status *(*deallocate)(kiln_device *device, kiln_buffer *buffer,
-                             kiln_stream *stream);
+  kiln_status* (*deallocate)(kiln_device* device, kiln_buffer* buffer, kiln_stream* stream);
   /* (required) Allocator statistics, written as far as stats->struct_size reaches. */
-  kiln_status *(*memory_stats)(kiln_device *device, kiln_memory_stats *stats);
+  kiln_status* (*memory_stats)(kiln_device* device, kiln_memory_stats* stats);
   /* (optional) Returns cached, unused memory to the system. */
-  kiln_status *(*empty_cache)(kiln_device *device);
+  kiln_status* (*empty_cache)(kiln_device* device);
 
   /* (required) Copies `bytes` contiguous bytes, ordered on `stream`. Host memory is ordinary
    * pageable memory: for HOST_TO_DEVICE the source may be reused as soon as the
    * call returns; for DEVICE_TO_HOST the destination holds the data when the call
    * returns. DEVICE_TO_DEVICE copies within this device. */
-  kiln_status *(*copy)(kiln_device *device, kiln_stream *stream, int32_t kind,
-                       void *dst, const void *src, size_t bytes);
+  kiln_status* (*copy)(kiln_device* device, kiln_stream* stream, int32_t kind, void* dst,
+                       const void* src, size_t bytes);
 
   /* -- streams and events -------------------------------------------------------- */
   /* Work on one stream runs in order. `stream_wait_event(s, e)` makes all work
@@ -344,19 +343,17 @@ typedef struct kiln_plugin_api {
 
   /* (optional, with stream_destroy) Extra streams; without them all work uses the
    * default stream. */
-  kiln_status *(*stream_create)(kiln_device *device, kiln_stream **stream);
-  kiln_status *(*stream_destroy)(kiln_device *device, kiln_stream *stream);
+  kiln_status* (*stream_create)(kiln_device* device, kiln_stream** stream);
+  kiln_status* (*stream_destroy)(kiln_device* device, kiln_stream* stream);
   /* (required) Blocks the calling thread until all work enqueued on `stream` is done,
    * and reports any asynchronous error that work produced. */
-  kiln_status *(*stream_synchronize)(kiln_device *device, kiln_stream *stream);
+  kiln_status* (*stream_synchronize)(kiln_device* device, kiln_stream* stream);
   /* (optional, the five event functions together) */
-  kiln_status *(*event_create)(kiln_device *device, kiln_event **event);
-  kiln_status *(*event_destroy)(kiln_device *device, kiln_event *event);
-  kiln_status *(*event_record)(kiln_device *device, kiln_event *event,
-                               kiln_stream *stream);
-  kiln_status *(*stream_wait_event)(kiln_device *device, kiln_stream *stream,
-                                    kiln_event *event);
-  kiln_status *(*event_synchronize)(kiln_device *device, kiln_event *event);
+  kiln_status* (*event_create)(kiln_device* device, kiln_event** event);
+  kiln_status* (*event_destroy)(kiln_device* device, kiln_event* event);
+  kiln_status* (*event_record)(kiln_device* device, kiln_event* event, kiln_stream* stream);
+  kiln_status* (*stream_wait_event)(kiln_device* device, kiln_stream* stream, kiln_event* event);
+  kiln_status* (*event_synchronize)(kiln_device* device, kiln_event* event);
 
   /* -- ops ----------------------------------------------------------------------- */
 
@@ -366,12 +363,12 @@ typedef struct kiln_plugin_api {
    * NULL (a plugin without kernels answers every lookup so, and each op then runs on
    * the CPU plugin). The frontend calls this once per (device, op) and caches the
    * result. */
-  kiln_status *(*get_kernel)(kiln_device *device, const char *name, int32_t version,
-                             kiln_kernel *kernel);
+  kiln_status* (*get_kernel)(kiln_device* device, const char* name, int32_t version,
+                             kiln_kernel* kernel);
 
   /* (optional) Extension tables by name, e.g. "kiln.collectives.v1" (a later minor
    * version). NULL when the extension is not provided. */
-  const void *(*get_extension)(void *context, const char *name);
+  const void* (*get_extension)(void* context, const char* name);
 
   /* -- 1.1 ----------------------------------------------------------------------- */
 
@@ -382,8 +379,8 @@ typedef struct kiln_plugin_api {
    * the source device's default stream; work enqueued afterwards on either sees
    * the copy done. May return before the copy ends. NULL: the frontend copies
    * through the host with `copy`. */
-  kiln_status *(*copy_peer)(kiln_device *dst_device, kiln_stream *stream, void *dst,
-                            kiln_device *src_device, const void *src, size_t bytes);
+  kiln_status* (*copy_peer)(kiln_device* dst_device, kiln_stream* stream, void* dst,
+                            kiln_device* src_device, const void* src, size_t bytes);
 
   /* -- 1.2: profiling ------------------------------------------------------------ */
 
@@ -393,30 +390,29 @@ typedef struct kiln_plugin_api {
    * Kiln's profiler times ops on the device without a synchronization per op. A
    * synchronous plugin measures the host time between the two event_record calls.
    * Events the plugin cannot time: KILN_STATUS_UNSUPPORTED. */
-  kiln_status *(*event_elapsed)(kiln_device *device, kiln_event *start, kiln_event *end,
-                                double *milliseconds);
+  kiln_status* (*event_elapsed)(kiln_device* device, kiln_event* start, kiln_event* end,
+                                double* milliseconds);
   /* (optional, with range_pop) Opens a named range on the calling thread, for the
    * backend's own profiling tools (the CUDA plugin emits NVTX ranges, which Nsight
    * shows): Kiln's profiler calls it around every op (named after the catalogue op)
    * and every record_function scope, and range_pop when each ends. Ranges nest per
    * thread. Called only while a profiler runs; must not fail or block. */
-  void (*range_push)(void *context, const char *name);
-  void (*range_pop)(void *context);
+  void (*range_push)(void* context, const char* name);
+  void (*range_pop)(void* context);
 } kiln_plugin_api;
 
 /* The entry point. `host` describes the loader; on success `*api` points to a table
  * that lives as long as the process. The plugin must check `host->abi_major` and
  * return KILN_STATUS_ABI_MISMATCH (naming both versions) if it differs. */
-typedef kiln_status *(*kiln_plugin_init_fn)(const kiln_host_api *host,
-                                            const kiln_plugin_api **api);
+typedef kiln_status* (*kiln_plugin_init_fn)(const kiln_host_api* host, const kiln_plugin_api** api);
 
 /* Every plugin defines this function, and exports nothing else. Declared here with C
  * linkage and default visibility, so that a plugin including this header exports it
  * under the name the loader looks up, even when the definition is C++ (otherwise
  * mangled to _Z16kiln_plugin_init...) or built with -fvisibility=hidden. libkiln
  * itself neither defines nor calls it by name. */
-KILN_PLUGIN_EXPORT kiln_status *kiln_plugin_init(const kiln_host_api *host,
-                                                 const kiln_plugin_api **api);
+KILN_PLUGIN_EXPORT kiln_status* kiln_plugin_init(const kiln_host_api* host,
+                                                 const kiln_plugin_api** api);
 
 /* The table entries marked (required), as an X-macro list: what the loader and
  * kiln-conformance check. X(entry) is expanded once per entry. */
@@ -490,35 +486,35 @@ typedef struct kiln_collectives_api {
    * `count` devices of this plugin in this process: fills
    * comms[0..count), rank i on devices[i]. A device may appear only once.
    * `timeout_seconds` > 0 bounds every wait of every later collective. */
-  kiln_status *(*comm_init_group)(void *context, kiln_device *const *devices, int32_t count,
-                                  double timeout_seconds, kiln_comm **comms);
+  kiln_status* (*comm_init_group)(void* context, kiln_device* const* devices, int32_t count,
+                                  double timeout_seconds, kiln_comm** comms);
   /* (optional, with comm_init_rank) Makes the id of a new multi-process group; rank 0
    * calls it and sends the bytes to the other ranks. */
-  kiln_status *(*comm_id_create)(void *context, kiln_comm_id *id);
+  kiln_status* (*comm_id_create)(void* context, kiln_comm_id* id);
   /* (optional) Joins rank `rank` of an `nranks`-process group on `device`; every rank
    * calls it with the same id. Blocks until all have joined or the timeout. */
-  kiln_status *(*comm_init_rank)(kiln_device *device, const kiln_comm_id *id, int32_t nranks,
-                                 int32_t rank, double timeout_seconds, kiln_comm **comm);
+  kiln_status* (*comm_init_rank)(kiln_device* device, const kiln_comm_id* id, int32_t nranks,
+                                 int32_t rank, double timeout_seconds, kiln_comm** comm);
   /* (required) Releases one rank's communicator (after its work is done). */
-  kiln_status *(*comm_destroy)(kiln_comm *comm);
+  kiln_status* (*comm_destroy)(kiln_comm* comm);
 
   /* (required) recv[i] = op over ranks of send[i], on every rank; `count` elements. */
-  kiln_status *(*all_reduce)(kiln_comm *comm, kiln_stream *stream, const void *send,
-                             void *recv, size_t count, int32_t dtype, int32_t op);
+  kiln_status* (*all_reduce)(kiln_comm* comm, kiln_stream* stream, const void* send, void* recv,
+                             size_t count, int32_t dtype, int32_t op);
   /* (required) recv = root's send on every rank (`send` is read on the root only). */
-  kiln_status *(*broadcast)(kiln_comm *comm, kiln_stream *stream, const void *send,
-                            void *recv, size_t count, int32_t dtype, int32_t root);
+  kiln_status* (*broadcast)(kiln_comm* comm, kiln_stream* stream, const void* send, void* recv,
+                            size_t count, int32_t dtype, int32_t root);
   /* (required) recv[r * send_count + i] = rank r's send[i]; `recv` holds size * send_count
    * elements. In place when send == recv + rank * send_count. */
-  kiln_status *(*all_gather)(kiln_comm *comm, kiln_stream *stream, const void *send,
-                             void *recv, size_t send_count, int32_t dtype);
+  kiln_status* (*all_gather)(kiln_comm* comm, kiln_stream* stream, const void* send, void* recv,
+                             size_t send_count, int32_t dtype);
   /* (required) recv[i] = op over ranks of send[rank * recv_count + i]; `send` holds
    * size * recv_count elements. In place when recv == send + rank * recv_count. */
-  kiln_status *(*reduce_scatter)(kiln_comm *comm, kiln_stream *stream, const void *send,
-                                 void *recv, size_t recv_count, int32_t dtype, int32_t op);
+  kiln_status* (*reduce_scatter)(kiln_comm* comm, kiln_stream* stream, const void* send, void* recv,
+                                 size_t recv_count, int32_t dtype, int32_t op);
   /* (required) Returns (on the host, not only on the stream) when every rank has
    * called it. */
-  kiln_status *(*barrier)(kiln_comm *comm, kiln_stream *stream);
+  kiln_status* (*barrier)(kiln_comm* comm, kiln_stream* stream);
 } kiln_collectives_api;
 
 /* ------------------------------------------------------------------------------ */
@@ -542,9 +538,9 @@ typedef struct kiln_threads_api {
    * the calling thread included (1..1024; KILN_STATUS_INVALID_ARGUMENT otherwise).
    * Safe to call from any thread while other threads run ops: an op already running
    * finishes with the count it started with. */
-  kiln_status *(*set_num_threads)(void *context, int32_t num_threads);
+  kiln_status* (*set_num_threads)(void* context, int32_t num_threads);
   /* (required) The count ops use now. */
-  int32_t (*get_num_threads)(void *context);
+  int32_t (*get_num_threads)(void* context);
 } kiln_threads_api;
 
 /* ------------------------------------------------------------------------------ */
@@ -580,7 +576,7 @@ typedef struct kiln_threads_api {
 #else
 #define KILN_ABI_ASSERT(cond, what) _Static_assert(cond, what)
 #endif
-#define KILN_ABI_END(type, last) (offsetof(type, last) + sizeof(((type *)0)->last))
+#define KILN_ABI_END(type, last) (offsetof(type, last) + sizeof(((type*)0)->last))
 KILN_ABI_ASSERT(KILN_PLUGIN_API_SIZE_1_0 == KILN_ABI_END(kiln_plugin_api, get_extension),
                 "kiln_plugin_api 1.0 changed");
 KILN_ABI_ASSERT(KILN_KERNEL_SIZE_1_0 == KILN_ABI_END(kiln_kernel, reserved),
@@ -607,10 +603,10 @@ KILN_ABI_ASSERT(KILN_PLUGIN_API_SIZE_1_2 == KILN_ABI_END(kiln_plugin_api, range_
 /* ------------------------------------------------------------------------------ */
 
 /* Returns the attribute called `name`, or NULL. */
-static inline const kiln_attr *kiln_find_attr(const kiln_op_args *args, const char *name) {
+static inline const kiln_attr* kiln_find_attr(const kiln_op_args* args, const char* name) {
   for (size_t i = 0; i < args->num_attrs; ++i) {
-    const char *a = args->attrs[i].name;
-    const char *b = name;
+    const char* a = args->attrs[i].name;
+    const char* b = name;
     while (*a && *a == *b) {
       ++a;
       ++b;
@@ -624,14 +620,19 @@ static inline const kiln_attr *kiln_find_attr(const kiln_op_args *args, const ch
 static inline size_t kiln_dtype_size(int32_t dtype) {
   switch (dtype) {
     case KILN_DTYPE_FLOAT64:
-    case KILN_DTYPE_INT64: return 8;
+    case KILN_DTYPE_INT64:
+      return 8;
     case KILN_DTYPE_FLOAT32:
-    case KILN_DTYPE_INT32: return 4;
+    case KILN_DTYPE_INT32:
+      return 4;
     case KILN_DTYPE_FLOAT16:
-    case KILN_DTYPE_BFLOAT16: return 2;
+    case KILN_DTYPE_BFLOAT16:
+      return 2;
     case KILN_DTYPE_UINT8:
-    case KILN_DTYPE_BOOL: return 1;
-    default: return 0;
+    case KILN_DTYPE_BOOL:
+      return 1;
+    default:
+      return 0;
   }
 }
 

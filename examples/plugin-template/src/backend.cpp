@@ -63,8 +63,8 @@ class HostDevice : public kiln::sdk::Device {
  private:
   static constexpr size_t kAlignment = 64;
   // The device's memory: here, the machine's physical memory.
-  const size_t capacity_ = static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) *
-                           static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t capacity_ =
+      static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
 };
 
 // One device. A backend with several derives from kiln::sdk::Backend and answers

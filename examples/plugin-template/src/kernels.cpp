@@ -52,8 +52,8 @@ void for_float_dtype(const Tensor& t, Args&&... args) {
 // `supports` for every kernel here: float32 and float64 only. Other dtypes run on the
 // CPU plugin. Never throws (it is called on the hot path, outside any guard).
 int32_t float32_or_float64(void*, const kiln_op_args* args) {
-  const kiln_dtype dtype = args->num_outputs > 0 ? kiln::sdk::output_dtype(args, 0)
-                                                 : kiln::sdk::input_dtype(args, 0);
+  const kiln_dtype dtype =
+      args->num_outputs > 0 ? kiln::sdk::output_dtype(args, 0) : kiln::sdk::input_dtype(args, 0);
   return dtype == KILN_DTYPE_FLOAT32 || dtype == KILN_DTYPE_FLOAT64;
 }
 
@@ -78,11 +78,15 @@ void fill(const OpArgs& args) {
 
 struct Plus {
   template <class T>
-  static T apply(T a, T b) { return a + b; }
+  static T apply(T a, T b) {
+    return a + b;
+  }
 };
 struct Times {
   template <class T>
-  static T apply(T a, T b) { return a * b; }
+  static T apply(T a, T b) {
+    return a * b;
+  }
 };
 
 template <class Op>

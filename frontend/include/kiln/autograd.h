@@ -113,7 +113,8 @@ class Node {
 /// DistributedDataParallel uses to start reducing gradients while backward still
 /// runs. `leaf` must be a leaf tensor that requires grad; hooks stay for the life of
 /// the tensor.
-void register_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(const Tensor&)> hook);
+void register_post_accumulate_grad_hook(const Tensor& leaf,
+                                        std::function<void(const Tensor&)> hook);
 
 /// Runs `callback` on this thread when the backward pass it is running finishes
 /// (torch's queue_callback), after every node; callbacks run in the order queued and
@@ -146,10 +147,10 @@ namespace detail {
 std::string demangle(const std::type_info& type);
 /// Connects `output` to a node that calls `backward(ctx, grads)` and feeds the
 /// gradients to `inputs` (libkiln's part of Function::apply).
-Tensor record_function(std::string name, std::shared_ptr<AutogradContext> ctx,
-                       const std::vector<Tensor>& inputs, Tensor output,
-                       std::function<std::vector<Tensor>(AutogradContext&, std::vector<Tensor>)>
-                           backward);
+Tensor record_function(
+    std::string name, std::shared_ptr<AutogradContext> ctx, const std::vector<Tensor>& inputs,
+    Tensor output,
+    std::function<std::vector<Tensor>(AutogradContext&, std::vector<Tensor>)> backward);
 }  // namespace detail
 
 /// A differentiable function written by the user (torch.autograd.Function):
@@ -183,9 +184,11 @@ struct Function {
       NoGradGuard no_grad;
       output = Derived::forward(*ctx, std::forward<Args>(args)...);
     }
-    return detail::record_function(
-        detail::demangle(typeid(Derived)), std::move(ctx), inputs, std::move(output),
-        [](AutogradContext& c, std::vector<Tensor> g) { return Derived::backward(c, std::move(g)); });
+    return detail::record_function(detail::demangle(typeid(Derived)), std::move(ctx), inputs,
+                                   std::move(output),
+                                   [](AutogradContext& c, std::vector<Tensor> g) {
+                                     return Derived::backward(c, std::move(g));
+                                   });
   }
 
  private:
@@ -211,7 +214,7 @@ struct GradcheckResult {
 /// every element of every input that requires grad is perturbed by ±eps. Passes
 /// when |analytic − numerical| <= atol + rtol·|numerical| everywhere.
 GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
-                          const std::vector<Tensor>& inputs, double eps = 1e-6,
-                          double atol = 1e-5, double rtol = 1e-3);
+                          const std::vector<Tensor>& inputs, double eps = 1e-6, double atol = 1e-5,
+                          double rtol = 1e-3);
 
 }  // namespace kiln

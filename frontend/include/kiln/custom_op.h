@@ -34,8 +34,10 @@ struct OpAttribute {
   OpAttribute(std::string name, double value) : name(std::move(name)), value(value) {}
   OpAttribute(std::string name, int64_t value) : name(std::move(name)), value(value) {}
   OpAttribute(std::string name, int value) : name(std::move(name)), value(int64_t{value}) {}
-  OpAttribute(std::string name, std::string value) : name(std::move(name)), value(std::move(value)) {}
-  OpAttribute(std::string name, const char* value) : name(std::move(name)), value(std::string(value)) {}
+  OpAttribute(std::string name, std::string value)
+      : name(std::move(name)), value(std::move(value)) {}
+  OpAttribute(std::string name, const char* value)
+      : name(std::move(name)), value(std::string(value)) {}
 
   std::string name;
   std::variant<int64_t, double, std::string> value;

@@ -34,10 +34,10 @@ std::string concat(Args&&... args) {
 }  // namespace kiln
 
 /// Throws kiln::Error with the concatenation of the message parts when `cond` is false.
-#define KILN_CHECK(cond, ...)                                          \
-  do {                                                                 \
-    if (!(cond)) [[unlikely]]                                          \
-      throw ::kiln::Error(::kiln::detail::concat(__VA_ARGS__));        \
+#define KILN_CHECK(cond, ...)                                   \
+  do {                                                          \
+    if (!(cond)) [[unlikely]]                                   \
+      throw ::kiln::Error(::kiln::detail::concat(__VA_ARGS__)); \
   } while (0)
 
 /// Throws kiln::Error unconditionally.

@@ -30,12 +30,11 @@ class IntArrayRef {
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
-  template <typename Container,
-            typename = decltype(std::data(std::declval<const Container&>())),
-            typename = std::enable_if_t<std::is_same_v<
-                std::remove_cv_t<std::remove_pointer_t<decltype(std::data(
-                    std::declval<const Container&>()))>>,
-                int64_t>>>
+  template <typename Container, typename = decltype(std::data(std::declval<const Container&>())),
+            typename = std::enable_if_t<
+                std::is_same_v<std::remove_cv_t<std::remove_pointer_t<
+                                   decltype(std::data(std::declval<const Container&>()))>>,
+                               int64_t>>>
   constexpr IntArrayRef(const Container& c)  // NOLINT
       : data_(std::data(c)), size_(std::size(c)) {}
 

@@ -43,11 +43,20 @@ const char* phase_name(Phase phase);
 
 struct ProfilerOptions {
   /// Record each op's input shapes and dtypes ("float32[64,784], float32[256,784]").
-  ProfilerOptions& record_shapes(bool on) { record_shapes_ = on; return *this; }
+  ProfilerOptions& record_shapes(bool on) {
+    record_shapes_ = on;
+    return *this;
+  }
   /// Sample each device's bytes in use after every op (a counter track in the trace).
-  ProfilerOptions& profile_memory(bool on) { profile_memory_ = on; return *this; }
+  ProfilerOptions& profile_memory(bool on) {
+    profile_memory_ = on;
+    return *this;
+  }
   /// Time ops on devices that can (events); off: host times only.
-  ProfilerOptions& device_time(bool on) { device_time_ = on; return *this; }
+  ProfilerOptions& device_time(bool on) {
+    device_time_ = on;
+    return *this;
+  }
   bool record_shapes_ = true;
   bool profile_memory_ = true;
   bool device_time_ = true;
@@ -69,7 +78,7 @@ struct Event {
   /// Allocated on this thread since its previous op ended: this op's outputs (made
   /// just before it is dispatched) and whatever the op allocates itself.
   int64_t bytes_allocated = 0;
-  bool fallback = false;        ///< ran on the CPU plugin for want of a kernel
+  bool fallback = false;  ///< ran on the CPU plugin for want of a kernel
   Phase phase = Phase::Forward;
   uint64_t id = 0;  ///< unique within the profile; links host and device events
 };

@@ -17,10 +17,13 @@ class Scalar {
   enum class Kind { Bool, Integral, Floating };
 
   Scalar(bool v) : kind_(Kind::Bool), i_(v), d_(v) {}  // NOLINT
-  template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
-  Scalar(T v) : kind_(Kind::Integral), i_(static_cast<int64_t>(v)), d_(static_cast<double>(v)) {}  // NOLINT
+  template <typename T,
+            std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+  Scalar(T v)
+      : kind_(Kind::Integral), i_(static_cast<int64_t>(v)), d_(static_cast<double>(v)) {}  // NOLINT
   template <typename T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-  Scalar(T v) : kind_(Kind::Floating), i_(static_cast<int64_t>(v)), d_(static_cast<double>(v)) {}  // NOLINT
+  Scalar(T v)
+      : kind_(Kind::Floating), i_(static_cast<int64_t>(v)), d_(static_cast<double>(v)) {}  // NOLINT
 
   Kind kind() const { return kind_; }
   double to_double() const { return d_; }

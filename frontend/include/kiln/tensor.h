@@ -48,14 +48,23 @@ class Node;
 /// @endcode
 struct TensorOptions {
   TensorOptions() = default;
-  TensorOptions(DType dtype) : dtype_(dtype) {}            // NOLINT: zeros({2}, kiln::int64)
-  TensorOptions(const Device& device) : device_(device) {}  // NOLINT
+  TensorOptions(DType dtype) : dtype_(dtype) {}                   // NOLINT: zeros({2}, kiln::int64)
+  TensorOptions(const Device& device) : device_(device) {}        // NOLINT
   TensorOptions(const char* device) : device_(Device(device)) {}  // NOLINT
 
-  TensorOptions& dtype(DType d) { dtype_ = d; return *this; }
-  TensorOptions& device(const Device& d) { device_ = d; return *this; }
+  TensorOptions& dtype(DType d) {
+    dtype_ = d;
+    return *this;
+  }
+  TensorOptions& device(const Device& d) {
+    device_ = d;
+    return *this;
+  }
   /// Create a leaf that requires gradients (float dtypes only).
-  TensorOptions& requires_grad(bool r) { requires_grad_ = r; return *this; }
+  TensorOptions& requires_grad(bool r) {
+    requires_grad_ = r;
+    return *this;
+  }
   bool requires_grad() const { return requires_grad_; }
   /// The named dtype, or float32 when none was named.
   DType dtype() const { return dtype_.value_or(DType::Float32); }
@@ -273,8 +282,7 @@ Tensor from_vector(const std::vector<T>& values, IntArrayRef shape = {},
 /// A tensor of `dtype` and `shape` holding a copy of the raw row-major bytes at
 /// `data` (numel * element_size bytes, native byte order), on the options' device.
 /// Works for every dtype, float16 and bfloat16 included. `data` may be freed at once.
-Tensor copy_from_blob(const void* data, IntArrayRef shape, DType dtype,
-                      TensorOptions options = {});
+Tensor copy_from_blob(const void* data, IntArrayRef shape, DType dtype, TensorOptions options = {});
 
 /// Called once with the data pointer when the last tensor using memory wrapped by
 /// from_blob is gone (views and autograd's saved tensors included).

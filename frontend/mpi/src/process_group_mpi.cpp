@@ -205,7 +205,8 @@ class MpiGroup final : public ProcessGroup {
       check_mpi(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(t.numel()),
                               mpi_type(wire), mpi_op, MPI_COMM_WORLD),
                 "MPI_Allreduce");
-      Tensor result = copy_from_blob(buffer.data(), t.shape(), wire, TensorOptions().device(t.device()));
+      Tensor result =
+          copy_from_blob(buffer.data(), t.shape(), wire, TensorOptions().device(t.device()));
       if (op == ReduceOp::Avg) {
         result = is_floating(wire)
                      ? result / static_cast<double>(size_)
@@ -229,8 +230,8 @@ class MpiGroup final : public ProcessGroup {
           MPI_Bcast(buffer.data(), static_cast<int>(buffer.size()), MPI_BYTE, root, MPI_COMM_WORLD),
           "MPI_Bcast");
       if (rank_ != root)
-        Tensor(t).copy_(
-            copy_from_blob(buffer.data(), t.shape(), t.dtype(), TensorOptions().device(t.device())));
+        Tensor(t).copy_(copy_from_blob(buffer.data(), t.shape(), t.dtype(),
+                                       TensorOptions().device(t.device())));
       give_back(std::move(buffer));
     })->wait();
   }
@@ -249,8 +250,8 @@ class MpiGroup final : public ProcessGroup {
       check_mpi(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(),
                               static_cast<int>(mine.size()), MPI_BYTE, MPI_COMM_WORLD),
                 "MPI_Allgather");
-      Tensor(out).copy_(
-          copy_from_blob(all.data(), out.shape(), out.dtype(), TensorOptions().device(out.device())));
+      Tensor(out).copy_(copy_from_blob(all.data(), out.shape(), out.dtype(),
+                                       TensorOptions().device(out.device())));
     })->wait();
   }
 

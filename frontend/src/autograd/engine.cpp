@@ -53,8 +53,7 @@ class AccumulateGrad final : public Node {
       // for a large weight that copy was a whole extra pass per step.
       const auto& impl = *g.impl();
       const bool sole_owner = g.impl().use_count() == 1 && impl.storage.use_count() == 1 &&
-                              !impl.autograd && impl.dtype == leaf_->dtype &&
-                              impl.is_contiguous();
+                              !impl.autograd && impl.dtype == leaf_->dtype && impl.is_contiguous();
       meta.grad = sole_owner ? std::move(g) : g.to(leaf_->dtype).clone();
     } else {
       meta.grad.add_(g);
@@ -62,7 +61,8 @@ class AccumulateGrad final : public Node {
     // By index, on a copy of each hook: a hook may register another (which can move
     // the vector), and re-reading the leaf's state each time guards against a hook
     // that resets it.
-    for (size_t i = 0; leaf_->autograd && i < leaf_->autograd->post_accumulate_grad_hooks.size(); ++i) {
+    for (size_t i = 0; leaf_->autograd && i < leaf_->autograd->post_accumulate_grad_hooks.size();
+         ++i) {
       auto hook = leaf_->autograd->post_accumulate_grad_hooks[i];
       hook(leaf);
     }
@@ -136,8 +136,8 @@ std::vector<Tensor> unpack(const std::vector<SavedTensor>& saved, bool released,
     if (s.tensor.defined())
       KILN_CHECK(s.tensor.impl()->storage->version == s.version, "backward: a tensor of shape ",
                  s.tensor.shape(), " saved by ", node_name,
-                 " was modified by an in-place operation after it was saved (version ",
-                 s.version, " -> ", s.tensor.impl()->storage->version, ")");
+                 " was modified by an in-place operation after it was saved (version ", s.version,
+                 " -> ", s.tensor.impl()->storage->version, ")");
     out.push_back(s.tensor);
   }
   return out;
@@ -155,10 +155,14 @@ Tensor sum_to(const Tensor& grad, IntArrayRef shape) {
 
 void check_inplace(const Tensor& self, const char* op, const Tensor* other) {
   if (grad_enabled) {
-    KILN_CHECK(!requires_grad(self), op, ": in-place operation on a tensor that requires grad "
-               "(shape ", self.shape(), "); use the out-of-place op, or do it inside a "
+    KILN_CHECK(!requires_grad(self), op,
+               ": in-place operation on a tensor that requires grad "
+               "(shape ",
+               self.shape(),
+               "); use the out-of-place op, or do it inside a "
                "kiln::NoGradGuard (as optimizer steps do)");
-    KILN_CHECK(!other || !requires_grad(*other), op, ": in-place operation whose operand "
+    KILN_CHECK(!other || !requires_grad(*other), op,
+               ": in-place operation whose operand "
                "requires grad would not be recorded; use the out-of-place op");
   }
   self.impl()->storage->version++;
@@ -172,11 +176,11 @@ bool Tensor::requires_grad() const { return ag::requires_grad(*this); }
 
 Tensor& Tensor::requires_grad_(bool requires_grad) {
   const auto& impl = detail::impl_of(*this, "requires_grad_");
-  KILN_CHECK(is_leaf(), "requires_grad_: only leaf tensors can change requires_grad; use "
+  KILN_CHECK(is_leaf(),
+             "requires_grad_: only leaf tensors can change requires_grad; use "
              "detach() to get a leaf");
   KILN_CHECK(!requires_grad || is_floating(impl.dtype),
-             "requires_grad_: only floating-point tensors can require gradients, got ",
-             impl.dtype);
+             "requires_grad_: only floating-point tensors can require gradients, got ", impl.dtype);
   ag::meta_of(*this).requires_grad = requires_grad;
   return *this;
 }
@@ -190,9 +194,9 @@ void Tensor::set_grad(const Tensor& grad) {
   detail::impl_of(*this, "set_grad");
   if (grad.defined())
     KILN_CHECK(grad.shape() == shape() && grad.dtype() == dtype() && grad.device() == device(),
-               "set_grad: the gradient must match the tensor's shape, dtype and device (",
-               shape(), " ", dtype(), " on ", device(), "), got ", grad.shape(), " ",
-               grad.dtype(), " on ", grad.device());
+               "set_grad: the gradient must match the tensor's shape, dtype and device (", shape(),
+               " ", dtype(), " on ", device(), "), got ", grad.shape(), " ", grad.dtype(), " on ",
+               grad.device());
   ag::meta_of(*this).grad = grad;
 }
 
@@ -235,7 +239,8 @@ Tensor Tensor::detach() const {
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  kiln::backward({*this}, gradient.defined() ? std::vector<Tensor>{gradient} : std::vector<Tensor>{},
+  kiln::backward({*this},
+                 gradient.defined() ? std::vector<Tensor>{gradient} : std::vector<Tensor>{},
                  retain_graph);
 }
 
@@ -248,16 +253,19 @@ thread_local std::vector<std::function<void()>>* queued_callbacks = nullptr;
 
 namespace autograd {
 
-void register_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(const Tensor&)> hook) {
+void register_post_accumulate_grad_hook(const Tensor& leaf,
+                                        std::function<void(const Tensor&)> hook) {
   kiln::detail::impl_of(leaf, "register_post_accumulate_grad_hook");
   KILN_CHECK(leaf.requires_grad() && !leaf.impl()->autograd->grad_fn,
              "register_post_accumulate_grad_hook: expected a leaf tensor that requires grad "
-             "(shape ", leaf.shape(), ")");
+             "(shape ",
+             leaf.shape(), ")");
   leaf.impl()->autograd->post_accumulate_grad_hooks.push_back(std::move(hook));
 }
 
 void queue_callback(std::function<void()> callback) {
-  KILN_CHECK(queued_callbacks != nullptr, "queue_callback: no backward pass is running on this "
+  KILN_CHECK(queued_callbacks != nullptr,
+             "queue_callback: no backward pass is running on this "
              "thread");
   queued_callbacks->push_back(std::move(callback));
 }
@@ -308,9 +316,10 @@ std::vector<Tensor> run_backward(const char* what, const std::vector<Tensor>& ou
       KILN_CHECK(g.shape() == out.shape(), what, ": the gradient has shape ", g.shape(),
                  " but the output has shape ", out.shape());
     } else {
-      KILN_CHECK(out.numel() == 1, what, ": a gradient can be created implicitly only for a "
-                 "single-element output, but output ", i, " has shape ", out.shape(),
-                 "; pass the gradient (e.g. ones_like(output))");
+      KILN_CHECK(out.numel() == 1, what,
+                 ": a gradient can be created implicitly only for a "
+                 "single-element output, but output ",
+                 i, " has shape ", out.shape(), "; pass the gradient (e.g. ones_like(output))");
       g = ones_like(out);
     }
     roots.emplace_back(ag::gradient_edge(out), g.device() == out.device() ? g : g.to(out.device()));
@@ -392,9 +401,9 @@ std::vector<Tensor> run_backward(const char* what, const std::vector<Tensor>& ou
     }
     std::vector<Tensor> input_grads = node->apply(std::move(grads));
     if (!retain_graph) node->release_saved();
-    KILN_CHECK(input_grads.size() == node->next_edges.size() || node->next_edges.empty(),
-               what, ": ", node->name(), " returned ", input_grads.size(),
-               " gradients for ", node->next_edges.size(), " inputs");
+    KILN_CHECK(input_grads.size() == node->next_edges.size() || node->next_edges.empty(), what,
+               ": ", node->name(), " returned ", input_grads.size(), " gradients for ",
+               node->next_edges.size(), " inputs");
     for (size_t i = 0; i < node->next_edges.size(); ++i) {
       const Edge& e = node->next_edges[i];
       if (!e.valid() || !tasks[e.node.get()].needed) continue;
@@ -439,11 +448,11 @@ std::vector<Tensor> autograd::grad(const std::vector<Tensor>& outputs,
                                    const std::vector<Tensor>& inputs,
                                    const std::vector<Tensor>& grad_outputs, bool retain_graph,
                                    bool create_graph, bool allow_unused) {
-  KILN_CHECK(!create_graph, "autograd::grad: create_graph (double backward) is not supported: "
+  KILN_CHECK(!create_graph,
+             "autograd::grad: create_graph (double backward) is not supported: "
              "Kiln records no graph while it computes gradients");
   KILN_CHECK(!inputs.empty(), "autograd::grad: no inputs to differentiate with respect to");
-  return run_backward("autograd::grad", outputs, grad_outputs, retain_graph, &inputs,
-                      allow_unused);
+  return run_backward("autograd::grad", outputs, grad_outputs, retain_graph, &inputs, allow_unused);
 }
 
 // -- user-defined functions ----------------------------------------------------------
@@ -489,9 +498,10 @@ class FunctionNode final : public Node {
                " gradients, but forward took ", next_edges.size(), " tensor arguments");
     for (size_t i = 0; i < out.size(); ++i)
       if (out[i].defined())
-        KILN_CHECK(out[i].shape() == IntArrayRef(shapes_[i]), name_, "::backward returned a "
-                   "gradient of shape ", out[i].shape(), " for argument ", i, " of shape ",
-                   IntArrayRef(shapes_[i]));
+        KILN_CHECK(out[i].shape() == IntArrayRef(shapes_[i]), name_,
+                   "::backward returned a "
+                   "gradient of shape ",
+                   out[i].shape(), " for argument ", i, " of shape ", IntArrayRef(shapes_[i]));
     return out;
   }
   std::string name() const override { return name_; }

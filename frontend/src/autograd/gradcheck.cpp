@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "kiln/autograd.h"
-#include "kiln/ops.h"
 #include "kiln/error.h"
+#include "kiln/ops.h"
 #include "kiln/random.h"
 
 namespace kiln {
@@ -32,8 +32,7 @@ double project(const Tensor& out, const Tensor& w) {
 }  // namespace
 
 GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
-                          const std::vector<Tensor>& inputs, double eps, double atol,
-                          double rtol) {
+                          const std::vector<Tensor>& inputs, double eps, double atol, double rtol) {
   std::vector<Tensor> x;
   std::vector<bool> wants;
   for (const Tensor& t : inputs) {
@@ -55,8 +54,8 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
   for (size_t i = 0; i < x.size(); ++i) {
     if (!wants[i]) continue;
     Tensor analytic = x[i].grad();
-    std::vector<double> a = analytic.defined() ? analytic.to_vector<double>()
-                                               : std::vector<double>(x[i].numel(), 0.0);
+    std::vector<double> a =
+        analytic.defined() ? analytic.to_vector<double>() : std::vector<double>(x[i].numel(), 0.0);
     std::vector<double> values = x[i].to_vector<double>();
     for (size_t j = 0; j < values.size(); ++j) {
       auto perturbed = [&](double delta) {
@@ -73,8 +72,7 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
       if (!(err <= atol + rtol * std::fabs(numerical))) {
         if (result.ok)
           msg << "gradcheck: input " << i << " (shape " << x[i].shape() << "), element " << j
-              << ": analytic " << a[j] << " vs numerical " << numerical << " (error " << err
-              << ")";
+              << ": analytic " << a[j] << " vs numerical " << numerical << " (error " << err << ")";
         result.ok = false;
       }
     }

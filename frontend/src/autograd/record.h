@@ -89,8 +89,8 @@ void record(const char* name, Tensor& out, std::initializer_list<const Tensor*> 
   std::vector<SavedTensor> s;
   s.reserve(saved.size());
   for (const Tensor& t : saved) s.push_back(save(t));
-  auto node = std::make_shared<LambdaNode<std::decay_t<F>>>(name, std::move(s),
-                                                            std::forward<F>(backward));
+  auto node =
+      std::make_shared<LambdaNode<std::decay_t<F>>>(name, std::move(s), std::forward<F>(backward));
   attach(out, node, inputs);
 }
 

@@ -27,9 +27,9 @@ Device::Device(std::string_view spec) {
   if (colon != std::string_view::npos) {
     std::string_view digits = spec.substr(colon + 1);
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-    KILN_CHECK(!digits.empty() && ec == std::errc() && end == digits.data() + digits.size() &&
-                   index >= 0,
-               "invalid device '", spec, "': the index after ':' must be a non-negative integer");
+    KILN_CHECK(
+        !digits.empty() && ec == std::errc() && end == digits.data() + digits.size() && index >= 0,
+        "invalid device '", spec, "': the index after ':' must be a non-negative integer");
   }
   backend_ = std::string(name);
   index_ = index;

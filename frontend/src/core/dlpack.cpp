@@ -14,14 +14,21 @@ namespace {
 
 DLDataType dl_dtype(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return {kDLFloat, 32, 1};
-    case DType::Float64: return {kDLFloat, 64, 1};
-    case DType::Float16: return {kDLFloat, 16, 1};
-    case DType::BFloat16: return {kDLBfloat, 16, 1};
-    case DType::Int32: return {kDLInt, 32, 1};
-    case DType::Int64: return {kDLInt, 64, 1};
+    case DType::Float32:
+      return {kDLFloat, 32, 1};
+    case DType::Float64:
+      return {kDLFloat, 64, 1};
+    case DType::Float16:
+      return {kDLFloat, 16, 1};
+    case DType::BFloat16:
+      return {kDLBfloat, 16, 1};
+    case DType::Int32:
+      return {kDLInt, 32, 1};
+    case DType::Int64:
+      return {kDLInt, 64, 1};
     case DType::UInt8:
-    case DType::Bool: return {kDLUInt, 8, 1};
+    case DType::Bool:
+      return {kDLUInt, 8, 1};
   }
   KILN_FAIL("to_dlpack: dtype ", static_cast<int>(dtype), " has no DLPack type");
 }
@@ -36,7 +43,8 @@ DType kiln_dtype(DLDataType t) {
   if (t.code == kDLInt && t.bits == 64) return DType::Int64;
   if (t.code == kDLUInt && t.bits == 8) return DType::UInt8;
   KILN_FAIL("from_dlpack: DLPack type code ", static_cast<int>(t.code), " with ",
-            static_cast<int>(t.bits), " bits has no Kiln dtype (float16/32/64, bfloat16, "
+            static_cast<int>(t.bits),
+            " bits has no Kiln dtype (float16/32/64, bfloat16, "
             "int32, int64, uint8)");
 }
 
@@ -50,11 +58,13 @@ DLDevice dl_device(const detail::DeviceContext& device) {
 Device kiln_device(DLDevice d) {
   switch (d.device_type) {
     case kDLCPU:
-    case kDLCUDAHost: return Device("cpu", 0);
-    case kDLCUDA: return Device("cuda", d.device_id);
+    case kDLCUDAHost:
+      return Device("cpu", 0);
+    case kDLCUDA:
+      return Device("cuda", d.device_id);
     default:
-      KILN_FAIL("from_dlpack: DLPack device type ", static_cast<int>(d.device_type),
-                " (device ", d.device_id, ") has no Kiln backend (cpu and cuda only)");
+      KILN_FAIL("from_dlpack: DLPack device type ", static_cast<int>(d.device_type), " (device ",
+                d.device_id, ") has no Kiln backend (cpu and cuda only)");
   }
 }
 
@@ -70,7 +80,8 @@ struct Export {
 
 DLManagedTensor* to_dlpack(const Tensor& tensor) {
   const detail::TensorImpl& t = detail::impl_of(tensor, "to_dlpack");
-  KILN_CHECK(!tensor.requires_grad(), "to_dlpack: the tensor requires grad; export "
+  KILN_CHECK(!tensor.requires_grad(),
+             "to_dlpack: the tensor requires grad; export "
              "tensor.detach() (the gradient history cannot cross DLPack)");
   auto out = std::make_unique<Export>();
   out->tensor = tensor;

@@ -16,14 +16,22 @@ size_t element_size(DType dtype) {
 
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
-    case DType::Float16: return "float16";
-    case DType::BFloat16: return "bfloat16";
-    case DType::Int32: return "int32";
-    case DType::Int64: return "int64";
-    case DType::UInt8: return "uint8";
-    case DType::Bool: return "bool";
+    case DType::Float32:
+      return "float32";
+    case DType::Float64:
+      return "float64";
+    case DType::Float16:
+      return "float16";
+    case DType::BFloat16:
+      return "bfloat16";
+    case DType::Int32:
+      return "int32";
+    case DType::Int64:
+      return "int64";
+    case DType::UInt8:
+      return "uint8";
+    case DType::Bool:
+      return "bool";
   }
   return "invalid";
 }
@@ -37,8 +45,7 @@ DType dtype_from_name(std::string_view name) {
 }
 
 bool is_floating(DType d) {
-  return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 ||
-         d == DType::BFloat16;
+  return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 || d == DType::BFloat16;
 }
 
 bool is_integral(DType d) { return d == DType::Int32 || d == DType::Int64 || d == DType::UInt8; }
@@ -46,14 +53,21 @@ bool is_integral(DType d) { return d == DType::Int32 || d == DType::Int64 || d =
 namespace {
 int rank(DType d) {
   switch (d) {
-    case DType::Bool: return 0;
-    case DType::UInt8: return 1;
-    case DType::Int32: return 2;
-    case DType::Int64: return 3;
+    case DType::Bool:
+      return 0;
+    case DType::UInt8:
+      return 1;
+    case DType::Int32:
+      return 2;
+    case DType::Int64:
+      return 3;
     case DType::BFloat16:
-    case DType::Float16: return 4;
-    case DType::Float32: return 5;
-    case DType::Float64: return 6;
+    case DType::Float16:
+      return 4;
+    case DType::Float32:
+      return 5;
+    case DType::Float64:
+      return 6;
   }
   return -1;
 }
@@ -71,9 +85,12 @@ std::ostream& operator<<(std::ostream& out, DType dtype) { return out << dtype_n
 
 DType Scalar::natural_dtype() const {
   switch (kind_) {
-    case Kind::Bool: return DType::Bool;
-    case Kind::Integral: return DType::Int64;
-    case Kind::Floating: return DType::Float32;
+    case Kind::Bool:
+      return DType::Bool;
+    case Kind::Integral:
+      return DType::Int64;
+    case Kind::Floating:
+      return DType::Float32;
   }
   return DType::Float32;
 }

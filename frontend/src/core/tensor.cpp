@@ -24,19 +24,20 @@ template <typename F>
 Tensor recorded(const char* name, const Tensor& in, Tensor out, F bw) {
   if (ag::needs_grad({&in}))
     ag::record(name, out, {&in}, {},
-               [bw = std::move(bw)](const std::vector<Tensor>&, const Tensor& g)
-                   -> std::vector<Tensor> { return {bw(g)}; });
+               [bw = std::move(bw)](const std::vector<Tensor>&,
+                                    const Tensor& g) -> std::vector<Tensor> { return {bw(g)}; });
   return out;
 }
 
 // Gradient of a view that picks part of its input: zeros with the picked part set.
 template <typename Pick>
 auto scatter_back(const Tensor& in, Pick pick) {
-  return [shape = in.shape().vec(), dtype = in.dtype(), device = in.device(), pick](const Tensor& g) {
-    Tensor z = zeros(shape, TensorOptions(dtype).device(device));
-    pick(z).copy_(g);
-    return z;
-  };
+  return
+      [shape = in.shape().vec(), dtype = in.dtype(), device = in.device(), pick](const Tensor& g) {
+        Tensor z = zeros(shape, TensorOptions(dtype).device(device));
+        pick(z).copy_(g);
+        return z;
+      };
 }
 }  // namespace
 
@@ -114,8 +115,7 @@ SmallDims infer_shape(IntArrayRef shape, int64_t numel, const char* op) {
 // Walks the old dims from the innermost, grouping them into chunks that are
 // contiguous with one another; each chunk must be covered exactly by a run of new
 // dims, which then get strides based on the chunk's innermost stride.
-bool view_strides(IntArrayRef shape, IntArrayRef strides, IntArrayRef new_shape,
-                  SmallDims& out) {
+bool view_strides(IntArrayRef shape, IntArrayRef strides, IntArrayRef new_shape, SmallDims& out) {
   out.assign(new_shape.size(), 0);
   int64_t numel = 1;
   for (int64_t s : shape) numel *= s;
@@ -128,8 +128,8 @@ bool view_strides(IntArrayRef shape, IntArrayRef strides, IntArrayRef new_shape,
   int64_t tensor_numel = 1, view_numel = 1;
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
     tensor_numel *= shape[d];
-    bool chunk_ends = d == 0 || (shape[d - 1] != 1 &&
-                                 strides[d - 1] != tensor_numel * chunk_base_stride);
+    bool chunk_ends =
+        d == 0 || (shape[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base_stride);
     if (!chunk_ends) continue;
     while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
       out[view_d] = view_numel * chunk_base_stride;
@@ -152,10 +152,9 @@ Tensor Tensor::view(IntArrayRef shape) const {
   const auto& impl = impl_of(*this, "view");
   SmallDims new_shape = infer_shape(shape, impl.numel, "view");
   SmallDims strides;
-  KILN_CHECK(view_strides(this->shape(), this->strides(), new_shape, strides),
-             "view: shape ", this->shape(), " with strides ", this->strides(),
-             " cannot be viewed as ", IntArrayRef(new_shape),
-             " without a copy; use reshape() (which copies when it must)");
+  KILN_CHECK(view_strides(this->shape(), this->strides(), new_shape, strides), "view: shape ",
+             this->shape(), " with strides ", this->strides(), " cannot be viewed as ",
+             IntArrayRef(new_shape), " without a copy; use reshape() (which copies when it must)");
   return recorded("ViewBackward", *this, detail::make_view(*this, new_shape, strides, impl.offset),
                   [s = this->shape().vec()](const Tensor& g) { return g.reshape(s); });
 }
@@ -222,7 +221,8 @@ Tensor Tensor::permute(IntArrayRef dims) const {
   }
   std::vector<int64_t> inverse(dims.size());
   for (size_t i = 0; i < dims.size(); ++i)
-    inverse[static_cast<size_t>(wrap_dim(dims[i], impl.dim(), "permute"))] = static_cast<int64_t>(i);
+    inverse[static_cast<size_t>(wrap_dim(dims[i], impl.dim(), "permute"))] =
+        static_cast<int64_t>(i);
   return recorded("PermuteBackward", *this, detail::make_view(*this, shape, strides, impl.offset),
                   [inverse](const Tensor& g) { return g.permute(inverse); });
 }
@@ -241,9 +241,10 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
   SmallDims shape = impl.shape, strides = impl.strides;
   shape[dim] = (end - start + step - 1) / step;
   strides[dim] *= step;
-  return recorded("SliceBackward", *this,
-                  detail::make_view(*this, shape, strides, impl.offset + start * impl.strides[dim]),
-                  scatter_back(*this, [=](const Tensor& z) { return z.slice(dim, start, end, step); }));
+  return recorded(
+      "SliceBackward", *this,
+      detail::make_view(*this, shape, strides, impl.offset + start * impl.strides[dim]),
+      scatter_back(*this, [=](const Tensor& z) { return z.slice(dim, start, end, step); }));
 }
 
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
@@ -256,9 +257,10 @@ Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
              start + length, ") is out of bounds for dimension ", dim, " of size ", n);
   SmallDims shape = impl.shape;
   shape[dim] = length;
-  return recorded("NarrowBackward", *this,
-                  detail::make_view(*this, shape, impl.strides, impl.offset + start * impl.strides[dim]),
-                  scatter_back(*this, [=](const Tensor& z) { return z.narrow(dim, start, length); }));
+  return recorded(
+      "NarrowBackward", *this,
+      detail::make_view(*this, shape, impl.strides, impl.offset + start * impl.strides[dim]),
+      scatter_back(*this, [=](const Tensor& z) { return z.narrow(dim, start, length); }));
 }
 
 Tensor Tensor::select(int64_t dim, int64_t index) const {
@@ -266,8 +268,8 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
   KILN_CHECK(impl.dim() > 0, "select: cannot select from a 0-d tensor");
   dim = wrap_dim(dim, impl.dim(), "select");
   int64_t n = impl.shape[dim];
-  KILN_CHECK(index >= -n && index < n, "select: index ", index,
-             " is out of range for dimension ", dim, " of size ", n);
+  KILN_CHECK(index >= -n && index < n, "select: index ", index, " is out of range for dimension ",
+             dim, " of size ", n);
   if (index < 0) index += n;
   SmallDims shape = impl.shape, strides = impl.strides;
   shape.erase(shape.begin() + dim);

@@ -38,8 +38,10 @@ std::pair<int64_t, int64_t> TensorImpl::byte_extent() const {
   int64_t lo = offset, hi = offset;
   for (size_t i = 0; i < shape.size(); ++i) {
     int64_t span = (shape[i] - 1) * strides[i];
-    if (span > 0) hi += span;
-    else lo += span;
+    if (span > 0)
+      hi += span;
+    else
+      lo += span;
   }
   auto item = static_cast<int64_t>(itemsize());
   return {lo * item, (hi + 1) * item};

@@ -25,7 +25,11 @@ struct Storage {
   /// Memory Kiln did not allocate (from_blob, from_dlpack): `release` (if any) is called
   /// with `data` instead of the plugin's deallocate.
   Storage(DeviceContext* device, void* data, size_t bytes, std::function<void(void*)> release)
-      : device(device), buffer(nullptr), data(data), bytes(bytes), release(std::move(release)),
+      : device(device),
+        buffer(nullptr),
+        data(data),
+        bytes(bytes),
+        release(std::move(release)),
         external(true) {}
   ~Storage();
   Storage(const Storage&) = delete;

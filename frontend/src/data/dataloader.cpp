@@ -257,8 +257,8 @@ DistributedSampler::DistributedSampler(int64_t dataset_size, int64_t num_replica
       seed_(seed),
       drop_last_(drop_last) {
   KILN_CHECK(dataset_size >= 0, "DistributedSampler: negative dataset size ", dataset_size);
-  KILN_CHECK(num_replicas >= 1 && rank >= 0 && rank < num_replicas,
-             "DistributedSampler: rank ", rank, " is not in [0, ", num_replicas, ")");
+  KILN_CHECK(num_replicas >= 1 && rank >= 0 && rank < num_replicas, "DistributedSampler: rank ",
+             rank, " is not in [0, ", num_replicas, ")");
 }
 
 int64_t DistributedSampler::size() const {

@@ -40,7 +40,8 @@ void remove_stale_temporaries(const std::filesystem::path& target) {
       continue;
     const long pid = std::stol(rest.substr(0, dash));
     if (pid <= 0 || pid == static_cast<long>(::getpid())) continue;
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH)
+      continue;  // alive, or not ours to judge
     std::error_code ignored;
     if (entry.is_regular_file(ignored)) std::filesystem::remove(entry.path(), ignored);
   }

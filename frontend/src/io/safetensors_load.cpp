@@ -35,8 +35,8 @@ template <typename... Args>
   constexpr size_t kMaxDetail = 600;
   std::string detail = kiln::detail::concat(std::forward<Args>(args)...);
   if (detail.size() > kMaxDetail)
-    detail = kiln::detail::concat(detail.substr(0, kMaxDetail), "... (",
-                                  detail.size() - kMaxDetail, " more characters)");
+    detail = kiln::detail::concat(detail.substr(0, kMaxDetail), "... (", detail.size() - kMaxDetail,
+                                  " more characters)");
   throw Error(kiln::detail::concat("load_safetensors: '", path.string(), "': ", detail));
 }
 

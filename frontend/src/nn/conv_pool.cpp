@@ -69,7 +69,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
   int64_t n = x.size(0), c = x.size(1), o = weight.size(0);
   KILN_CHECK(c == weight.size(1) * groups, "conv2d: input has ", c, " channels but weight ",
              weight.shape(), " with groups=", groups, " expects ", weight.size(1) * groups);
-  KILN_CHECK(o % groups == 0, "conv2d: ", o, " output channels are not divisible by groups=", groups);
+  KILN_CHECK(o % groups == 0, "conv2d: ", o,
+             " output channels are not divisible by groups=", groups);
   KILN_CHECK(x.dtype() == weight.dtype(), "conv2d: input is ", x.dtype(), " but weight is ",
              weight.dtype());
   int64_t ho = conv_out(x.size(2), weight.size(2), stride.h, padding.h, dilation.h);
@@ -79,11 +80,12 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
   Tensor b = bias;
   if (b.defined()) {
     detail::check_same_device("conv2d", {&x, &b});
-    KILN_CHECK(b.dim() == 1 && b.size(0) == o, "conv2d: expected a bias of shape [", o,
-               "], got ", b.shape());
+    KILN_CHECK(b.dim() == 1 && b.size(0) == o, "conv2d: expected a bias of shape [", o, "], got ",
+               b.shape());
   }
   Tensor xc = x.contiguous(), wc = weight.contiguous();
-  Tensor bc = b.defined() ? b.to(x.dtype()).contiguous() : zeros({o}, TensorOptions(x.dtype()).device(x.device()));
+  Tensor bc = b.defined() ? b.to(x.dtype()).contiguous()
+                          : zeros({o}, TensorOptions(x.dtype()).device(x.device()));
   Tensor y = detail::empty_on(x, {n, o, ho, wo}, x.dtype());
   Ints2 st(stride), pad(padding), dil(dilation);
   detail::dispatch(OpId::conv2d, {xc.impl().get(), wc.impl().get(), bc.impl().get()},
@@ -92,28 +94,28 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
                     detail::int_attr("groups", groups), detail::matmul_precision_attr()});
   if (ag::needs_grad({&x, &weight, &b})) {
     bool gx = x.requires_grad(), gw = weight.requires_grad(), gb = ag::requires_grad(b);
-    ag::record("Conv2dBackward", y, {&x, &weight, &b}, {xc, wc},
-               [=](const Saved& s, const Tensor& g) -> Grads {
-                 Tensor gc = g.contiguous();
-                 Ints2 st2(stride), pad2(padding), dil2(dilation);
-                 std::initializer_list<kiln_attr> attrs = {
-                     st2.attr("stride"), pad2.attr("padding"), dil2.attr("dilation"),
-                     detail::int_attr("groups", groups), detail::matmul_precision_attr()};
-                 Grads grads(3);
-                 if (gx) {
-                   grads[0] = empty_like(s[0]);
-                   detail::dispatch(OpId::conv2d_backward_input, {gc.impl().get(), s[1].impl().get()},
-                                    {grads[0].impl().get()}, attrs);
-                 }
-                 if (gw) {
-                   grads[1] = empty_like(s[1]);
-                   detail::dispatch(OpId::conv2d_backward_weight,
-                                    {gc.impl().get(), s[0].impl().get()}, {grads[1].impl().get()},
-                                    attrs);
-                 }
-                 if (gb) grads[2] = g.sum({0, 2, 3});
-                 return grads;
-               });
+    ag::record(
+        "Conv2dBackward", y, {&x, &weight, &b}, {xc, wc},
+        [=](const Saved& s, const Tensor& g) -> Grads {
+          Tensor gc = g.contiguous();
+          Ints2 st2(stride), pad2(padding), dil2(dilation);
+          std::initializer_list<kiln_attr> attrs = {
+              st2.attr("stride"), pad2.attr("padding"), dil2.attr("dilation"),
+              detail::int_attr("groups", groups), detail::matmul_precision_attr()};
+          Grads grads(3);
+          if (gx) {
+            grads[0] = empty_like(s[0]);
+            detail::dispatch(OpId::conv2d_backward_input, {gc.impl().get(), s[1].impl().get()},
+                             {grads[0].impl().get()}, attrs);
+          }
+          if (gw) {
+            grads[1] = empty_like(s[1]);
+            detail::dispatch(OpId::conv2d_backward_weight, {gc.impl().get(), s[0].impl().get()},
+                             {grads[1].impl().get()}, attrs);
+          }
+          if (gb) grads[2] = g.sum({0, 2, 3});
+          return grads;
+        });
   }
   return y;
 }
@@ -146,10 +148,11 @@ Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
                  Ints2 k2(kernel_size), st2(s), pad2(padding), dil2(dilation);
                  Tensor dx = empty(shape, TensorOptions(g.dtype()).device(g.device()));
                  Tensor gc = g.contiguous();
-                 detail::dispatch(OpId::max_pool2d_backward, {gc.impl().get(), sv[0].impl().get()},
-                                  {dx.impl().get()},
-                                  {k2.attr("kernel_size"), st2.attr("stride"), pad2.attr("padding"),
-                                   dil2.attr("dilation"), detail::int_attr("ceil_mode", ceil_mode)});
+                 detail::dispatch(
+                     OpId::max_pool2d_backward, {gc.impl().get(), sv[0].impl().get()},
+                     {dx.impl().get()},
+                     {k2.attr("kernel_size"), st2.attr("stride"), pad2.attr("padding"),
+                      dil2.attr("dilation"), detail::int_attr("ceil_mode", ceil_mode)});
                  return {dx};
                });
   return y;

@@ -14,13 +14,11 @@ Tensor& fill_from(Tensor& t, const Tensor& values) {
   t.copy_(values);
   return t;
 }
-TensorOptions options_of(const Tensor& t) {
-  return TensorOptions(t.dtype()).device(t.device());
-}
+TensorOptions options_of(const Tensor& t) { return TensorOptions(t.dtype()).device(t.device()); }
 double fan(const Tensor& t, const std::string& mode) {
   auto [in, out] = fans(t);
-  KILN_CHECK(mode == "fan_in" || mode == "fan_out", "init: mode must be \"fan_in\" or \"fan_out\", got \"",
-             mode, "\"");
+  KILN_CHECK(mode == "fan_in" || mode == "fan_out",
+             "init: mode must be \"fan_in\" or \"fan_out\", got \"", mode, "\"");
   return static_cast<double>(mode == "fan_in" ? in : out);
 }
 }  // namespace

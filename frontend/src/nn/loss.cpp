@@ -15,9 +15,12 @@ namespace {
 
 Tensor reduce(const Tensor& loss, Reduction reduction) {
   switch (reduction) {
-    case Reduction::None: return loss;
-    case Reduction::Sum: return loss.sum();
-    case Reduction::Mean: return loss.mean();
+    case Reduction::None:
+      return loss;
+    case Reduction::Sum:
+      return loss.sum();
+    case Reduction::Mean:
+      return loss.mean();
   }
   return loss;
 }
@@ -50,12 +53,13 @@ Tensor nll_per_sample(const Tensor& logp, const Tensor& target, int64_t ignore_i
                    {detail::int_attr("ignore_index", ignore_index)});
   if (ag::needs_grad({&logp}))
     ag::record("NllLossBackward", loss, {&logp}, {t},
-               [ignore_index, c = logp.size(1)](const std::vector<Tensor>& s, const Tensor& g)
-                   -> std::vector<Tensor> {
+               [ignore_index, c = logp.size(1)](const std::vector<Tensor>& s,
+                                                const Tensor& g) -> std::vector<Tensor> {
                  Tensor gc = g.contiguous();
                  Tensor dx = detail::empty_on(g, {g.size(0), c}, g.dtype());
                  detail::dispatch(OpId::nll_loss_backward, {gc.impl().get(), s[0].impl().get()},
-                                  {dx.impl().get()}, {detail::int_attr("ignore_index", ignore_index)});
+                                  {dx.impl().get()},
+                                  {detail::int_attr("ignore_index", ignore_index)});
                  return {dx};
                });
   return loss;

@@ -26,15 +26,16 @@ Tensor Module::forward(const Tensor&) {
 }
 
 std::shared_ptr<Module> Module::clone() const {
-  KILN_FAIL(type_name_, " does not implement clone(), which nn::DataParallel needs to replicate "
+  KILN_FAIL(type_name_,
+            " does not implement clone(), which nn::DataParallel needs to replicate "
             "it: override clone() (see kiln/nn/module.h)");
 }
 
 std::shared_ptr<Module> Module::copy_state_into(std::shared_ptr<Module> fresh) const {
   KILN_CHECK(fresh, type_name_, "::clone: no module to copy into");
   auto copy_all = [&](const StateDict& from, const StateDict& to, const char* what) {
-    KILN_CHECK(from.size() == to.size(), type_name_, "::clone: the copy has ", to.size(), " ",
-               what, ", the original ", from.size());
+    KILN_CHECK(from.size() == to.size(), type_name_, "::clone: the copy has ", to.size(), " ", what,
+               ", the original ", from.size());
     for (size_t i = 0; i < from.size(); ++i) {
       const auto& [name, src] = from[i];
       Tensor dst = to[i].second;
@@ -156,8 +157,10 @@ void Module::zero_grad(bool set_to_none) {
   NoGradGuard no_grad;
   for (auto& t : parameters()) {
     if (!t.grad().defined()) continue;
-    if (set_to_none) t.set_grad(Tensor());
-    else t.grad().zero_();
+    if (set_to_none)
+      t.set_grad(Tensor());
+    else
+      t.grad().zero_();
   }
 }
 

@@ -35,8 +35,8 @@ std::string size2(Size2 s) {
 
 Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias)
     : Module("Linear"), in_(in_features), out_(out_features) {
-  KILN_CHECK(in_features > 0 && out_features > 0, "Linear: sizes must be positive, got in=",
-             in_features, " out=", out_features);
+  KILN_CHECK(in_features > 0 && out_features > 0,
+             "Linear: sizes must be positive, got in=", in_features, " out=", out_features);
   weight = register_parameter("weight", empty({out_features, in_features}));
   if (with_bias) bias = register_parameter("bias", empty({out_features}));
   reset_linear_like(weight, bias);
@@ -47,18 +47,23 @@ std::shared_ptr<Module> Linear::clone() const {
 }
 std::string Linear::extra_repr() const {
   std::ostringstream s;
-  s << "in_features=" << in_ << ", out_features=" << out_ << ", bias=" << (bias.defined() ? "true" : "false");
+  s << "in_features=" << in_ << ", out_features=" << out_
+    << ", bias=" << (bias.defined() ? "true" : "false");
   return s.str();
 }
 
 Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel_size, Conv2dOptions options)
-    : Module("Conv2d"), in_(in_channels), out_(out_channels), kernel_(kernel_size), options_(options) {
+    : Module("Conv2d"),
+      in_(in_channels),
+      out_(out_channels),
+      kernel_(kernel_size),
+      options_(options) {
   KILN_CHECK(in_channels > 0 && out_channels > 0 && options.groups() > 0 &&
                  in_channels % options.groups() == 0 && out_channels % options.groups() == 0,
              "Conv2d: channels (", in_channels, ", ", out_channels,
              ") must be positive and divisible by groups=", options.groups());
-  weight = register_parameter(
-      "weight", empty({out_channels, in_channels / options.groups(), kernel_size.h, kernel_size.w}));
+  weight = register_parameter("weight", empty({out_channels, in_channels / options.groups(),
+                                               kernel_size.h, kernel_size.w}));
   if (options.bias()) bias = register_parameter("bias", empty({out_channels}));
   reset_linear_like(weight, bias);
 }
@@ -71,27 +76,36 @@ std::shared_ptr<Module> Conv2d::clone() const {
 }
 std::string Conv2d::extra_repr() const {
   std::ostringstream s;
-  s << in_ << ", " << out_ << ", kernel_size=" << size2(kernel_) << ", stride=" << size2(options_.stride())
-    << ", padding=" << size2(options_.padding());
+  s << in_ << ", " << out_ << ", kernel_size=" << size2(kernel_)
+    << ", stride=" << size2(options_.stride()) << ", padding=" << size2(options_.padding());
   return s.str();
 }
 
 MaxPool2d::MaxPool2d(Size2 kernel_size, std::optional<Size2> stride, Size2 padding, Size2 dilation,
                      bool ceil_mode)
-    : Module("MaxPool2d"), kernel_(kernel_size), padding_(padding), dilation_(dilation),
-      stride_(stride), ceil_mode_(ceil_mode) {}
+    : Module("MaxPool2d"),
+      kernel_(kernel_size),
+      padding_(padding),
+      dilation_(dilation),
+      stride_(stride),
+      ceil_mode_(ceil_mode) {}
 Tensor MaxPool2d::forward(const Tensor& x) {
   return F::max_pool2d(x, kernel_, stride_, padding_, dilation_, ceil_mode_);
 }
 
 std::shared_ptr<Module> MaxPool2d::clone() const {
-  return copy_state_into(std::make_shared<MaxPool2d>(kernel_, stride_, padding_, dilation_, ceil_mode_));
+  return copy_state_into(
+      std::make_shared<MaxPool2d>(kernel_, stride_, padding_, dilation_, ceil_mode_));
 }
 
 AvgPool2d::AvgPool2d(Size2 kernel_size, std::optional<Size2> stride, Size2 padding, bool ceil_mode,
                      bool count_include_pad)
-    : Module("AvgPool2d"), kernel_(kernel_size), padding_(padding), stride_(stride),
-      ceil_mode_(ceil_mode), count_include_pad_(count_include_pad) {}
+    : Module("AvgPool2d"),
+      kernel_(kernel_size),
+      padding_(padding),
+      stride_(stride),
+      ceil_mode_(ceil_mode),
+      count_include_pad_(count_include_pad) {}
 Tensor AvgPool2d::forward(const Tensor& x) {
   return F::avg_pool2d(x, kernel_, stride_, padding_, ceil_mode_, count_include_pad_);
 }
@@ -103,14 +117,19 @@ std::shared_ptr<Module> AvgPool2d::clone() const {
 
 AdaptiveAvgPool2d::AdaptiveAvgPool2d(Size2 output_size)
     : Module("AdaptiveAvgPool2d"), output_size_(output_size) {}
-Tensor AdaptiveAvgPool2d::forward(const Tensor& x) { return F::adaptive_avg_pool2d(x, output_size_); }
+Tensor AdaptiveAvgPool2d::forward(const Tensor& x) {
+  return F::adaptive_avg_pool2d(x, output_size_);
+}
 std::shared_ptr<Module> AdaptiveAvgPool2d::clone() const {
   return copy_state_into(std::make_shared<AdaptiveAvgPool2d>(output_size_));
 }
 
 BatchNorm::BatchNorm(const char* type_name, int64_t expected_dim, int64_t num_features, double eps,
                      double momentum, bool affine, bool track_running_stats)
-    : Module(type_name), expected_dim_(expected_dim), features_(num_features), eps_(eps),
+    : Module(type_name),
+      expected_dim_(expected_dim),
+      features_(num_features),
+      eps_(eps),
       momentum_(momentum) {
   KILN_CHECK(num_features > 0, type_name, ": num_features must be positive, got ", num_features);
   if (affine) {
@@ -131,7 +150,8 @@ Tensor BatchNorm::forward(const Tensor& x) {
     NoGradGuard no_grad;
     num_batches_tracked.add_(1);
   }
-  return F::batch_norm(x, running_mean, running_var, weight, bias, use_batch_stats, momentum_, eps_);
+  return F::batch_norm(x, running_mean, running_var, weight, bias, use_batch_stats, momentum_,
+                       eps_);
 }
 std::shared_ptr<Module> BatchNorm1d::clone() const { return clone_as<BatchNorm1d>(); }
 std::shared_ptr<Module> BatchNorm2d::clone() const { return clone_as<BatchNorm2d>(); }
@@ -162,7 +182,9 @@ Dropout::Dropout(double p) : Module("Dropout"), p_(p) {
   KILN_CHECK(p >= 0 && p <= 1, "Dropout: p must be in [0, 1], got ", p);
 }
 Tensor Dropout::forward(const Tensor& x) { return F::dropout(x, p_, is_training()); }
-std::shared_ptr<Module> Dropout::clone() const { return copy_state_into(std::make_shared<Dropout>(p_)); }
+std::shared_ptr<Module> Dropout::clone() const {
+  return copy_state_into(std::make_shared<Dropout>(p_));
+}
 std::string Dropout::extra_repr() const {
   std::ostringstream s;
   s << "p=" << p_;

@@ -56,8 +56,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   int64_t rows = 1;  // x as [rows, in], y as [rows, out]
   for (int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
   ag::record("LinearBackward", y, {&x, &weight, &bias}, {gw ? x : Tensor(), gx ? weight : Tensor()},
-             [=, x_shape = x.shape().vec(), b_shape = bias.defined() ? bias.shape().vec()
-                                                                     : std::vector<int64_t>{}](
+             [=, x_shape = x.shape().vec(),
+              b_shape = bias.defined() ? bias.shape().vec() : std::vector<int64_t>{}](
                  const Saved& s, const Tensor& g) -> Grads {
                Tensor g2 = g.reshape({rows, out});
                Grads grads(3);
@@ -74,13 +74,14 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                   double eps) {
   detail::impl_of(x, "batch_norm");
   KILN_CHECK(x.dim() >= 2, "batch_norm: expected an input [N, C, *], got shape ", x.shape());
-  KILN_CHECK(is_floating(x.dtype()), "batch_norm: expected a floating-point input, got ", x.dtype());
+  KILN_CHECK(is_floating(x.dtype()), "batch_norm: expected a floating-point input, got ",
+             x.dtype());
   int64_t c = x.size(1);
   for (const Tensor* t : {&running_mean, &running_var, &weight, &bias}) {
     if (!t->defined()) continue;
     detail::check_same_device("batch_norm", {&x, t});
-    KILN_CHECK(t->dim() == 1 && t->size(0) == c, "batch_norm: expected per-channel tensors of shape [",
-               c, "], got ", t->shape());
+    KILN_CHECK(t->dim() == 1 && t->size(0) == c,
+               "batch_norm: expected per-channel tensors of shape [", c, "], got ", t->shape());
   }
   Tensor w = weight.defined() ? weight : filled_like_channel(x, c, 1.0);
   Tensor b = bias.defined() ? bias : filled_like_channel(x, c, 0.0);
@@ -94,20 +95,23 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     return (x - running_mean.reshape(shape)) * scale.reshape(shape) + b.reshape(shape);
   }
   int64_t count = x.numel() / std::max<int64_t>(c, 1);
-  KILN_CHECK(count > 1, "batch_norm: expected more than 1 value per channel when training, got "
-             "input shape ", x.shape());
+  KILN_CHECK(count > 1,
+             "batch_norm: expected more than 1 value per channel when training, got "
+             "input shape ",
+             x.shape());
   Tensor xc = x.contiguous();
   Tensor wc = w.contiguous(), bc = b.contiguous();
   Tensor rm = running_mean.defined() ? running_mean : filled_like_channel(x, c, 0.0);
   Tensor rv = running_var.defined() ? running_var : filled_like_channel(x, c, 1.0);
-  KILN_CHECK(rm.is_contiguous() && rv.is_contiguous(), "batch_norm: running statistics must be "
+  KILN_CHECK(rm.is_contiguous() && rv.is_contiguous(),
+             "batch_norm: running statistics must be "
              "contiguous");
   Tensor y = empty_like(xc);
   Tensor mean = detail::empty_on(x, {c}, x.dtype()), invstd = detail::empty_on(x, {c}, x.dtype());
-  detail::dispatch(OpId::batch_norm, {xc.impl().get(), wc.impl().get(), bc.impl().get()},
-                   {y.impl().get(), mean.impl().get(), invstd.impl().get(), rm.impl().get(),
-                    rv.impl().get()},
-                   {detail::float_attr("momentum", momentum), detail::float_attr("eps", eps)});
+  detail::dispatch(
+      OpId::batch_norm, {xc.impl().get(), wc.impl().get(), bc.impl().get()},
+      {y.impl().get(), mean.impl().get(), invstd.impl().get(), rm.impl().get(), rv.impl().get()},
+      {detail::float_attr("momentum", momentum), detail::float_attr("eps", eps)});
   bump_version(rm);
   bump_version(rv);
   if (ag::needs_grad({&x, &weight, &bias})) {
@@ -207,14 +211,15 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   Tensor y = empty_like(xc);
   Tensor mask = detail::empty_on(x, x.shape(), DType::UInt8);
   GeneratorState state = detail::reserve_random(x.numel());
-  detail::dispatch(OpId::dropout, {xc.impl().get()}, {y.impl().get(), mask.impl().get()},
-                   {detail::float_attr("p", p),
-                    detail::int_attr("seed", static_cast<int64_t>(state.seed)),
-                    detail::int_attr("offset", static_cast<int64_t>(state.offset))});
+  detail::dispatch(
+      OpId::dropout, {xc.impl().get()}, {y.impl().get(), mask.impl().get()},
+      {detail::float_attr("p", p), detail::int_attr("seed", static_cast<int64_t>(state.seed)),
+       detail::int_attr("offset", static_cast<int64_t>(state.offset))});
   if (ag::needs_grad({&x}))
-    ag::record("DropoutBackward", y, {&x}, {mask}, [scale = 1.0 / (1.0 - p)](const Saved& s, const Tensor& g) -> Grads {
-      return {g * s[0].to(g.dtype()) * scale};
-    });
+    ag::record("DropoutBackward", y, {&x}, {mask},
+               [scale = 1.0 / (1.0 - p)](const Saved& s, const Tensor& g) -> Grads {
+                 return {g * s[0].to(g.dtype()) * scale};
+               });
   return y;
 }
 

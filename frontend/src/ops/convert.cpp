@@ -64,9 +64,10 @@ Tensor Tensor::to(const Device& device) const {
   transfer(impl.device(), element_ptr(*src.impl()), dst, out.impl()->storage->data,
            static_cast<size_t>(impl.numel) * impl.itemsize());
   if (ag::needs_grad({this}))
-    ag::record("ToDeviceBackward", out, {this}, {},
-               [from = this->device()](const std::vector<Tensor>&, const Tensor& g)
-                   -> std::vector<Tensor> { return {g.to(from)}; });
+    ag::record(
+        "ToDeviceBackward", out, {this}, {},
+        [from = this->device()](const std::vector<Tensor>&,
+                                const Tensor& g) -> std::vector<Tensor> { return {g.to(from)}; });
   return out;
 }
 
@@ -74,16 +75,19 @@ Tensor Tensor::to(DType dtype) const {
   const auto& impl = detail::impl_of(*this, "to");
   Tensor out = detail::cast(*this, dtype);
   if (impl.dtype != dtype && is_floating(dtype) && ag::needs_grad({this}))
-    ag::record("ToDtypeBackward", out, {this}, {},
-               [from = impl.dtype](const std::vector<Tensor>&, const Tensor& g)
-                   -> std::vector<Tensor> { return {g.to(from)}; });
+    ag::record(
+        "ToDtypeBackward", out, {this}, {},
+        [from = impl.dtype](const std::vector<Tensor>&, const Tensor& g) -> std::vector<Tensor> {
+          return {g.to(from)};
+        });
   return out;
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
   const auto& impl = detail::impl_of(*this, "copy_");
   detail::impl_of(src, "copy_");
-  KILN_CHECK(!impl.has_internal_overlap(), "copy_: cannot write into a tensor whose elements "
+  KILN_CHECK(!impl.has_internal_overlap(),
+             "copy_: cannot write into a tensor whose elements "
              "overlap (an expanded view)");
   ag::check_inplace(*this, "copy_", &src);
   Tensor s = src.device() == device() ? src : src.to(device());
@@ -131,15 +135,16 @@ std::vector<T> Tensor::to_vector() const {
 
 void Tensor::copy_to_host(void* dst, size_t bytes) const {
   const auto& impl = detail::impl_of(*this, "copy_to_host");
-  KILN_CHECK(bytes == static_cast<size_t>(impl.numel) * impl.itemsize(), "copy_to_host: the "
-             "destination holds ", bytes, " bytes but the tensor has ",
-             static_cast<size_t>(impl.numel) * impl.itemsize(), " (", impl.numel, " x ",
-             impl.dtype, ")");
+  KILN_CHECK(bytes == static_cast<size_t>(impl.numel) * impl.itemsize(),
+             "copy_to_host: the "
+             "destination holds ",
+             bytes, " bytes but the tensor has ", static_cast<size_t>(impl.numel) * impl.itemsize(),
+             " (", impl.numel, " x ", impl.dtype, ")");
   read_to_host(contiguous(), dst);
 }
 
-#define KILN_INSTANTIATE(T)                       \
-  template T Tensor::item<T>() const;             \
+#define KILN_INSTANTIATE(T)           \
+  template T Tensor::item<T>() const; \
   template std::vector<T> Tensor::to_vector<T>() const;
 KILN_INSTANTIATE(float)
 KILN_INSTANTIATE(double)

@@ -59,8 +59,8 @@ Tensor scalar_tensor(Scalar value, TensorOptions options) { return full({}, valu
 Tensor arange(Scalar end, TensorOptions options) { return arange(0, end, 1, options); }
 
 Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
-  bool integral = start.kind() != Scalar::Kind::Floating &&
-                  end.kind() != Scalar::Kind::Floating && step.kind() != Scalar::Kind::Floating;
+  bool integral = start.kind() != Scalar::Kind::Floating && end.kind() != Scalar::Kind::Floating &&
+                  step.kind() != Scalar::Kind::Floating;
   if (!options.has_dtype()) options.dtype(integral ? DType::Int64 : DType::Float32);
   double s = start.to_double(), e = end.to_double(), st = step.to_double();
   KILN_CHECK(st != 0 && std::isfinite(s) && std::isfinite(e) && std::isfinite(st),
@@ -68,9 +68,10 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
              " step=", st);
   KILN_CHECK((e - s) / st >= 0 || s == e, "arange: the step ", st,
              " moves away from the end (start=", s, ", end=", e, ")");
-  int64_t n = integral ? (end.to_int() - start.to_int() + step.to_int() - (step.to_int() > 0 ? 1 : -1)) /
-                             step.to_int()
-                       : static_cast<int64_t>(std::ceil((e - s) / st));
+  int64_t n = integral
+                  ? (end.to_int() - start.to_int() + step.to_int() - (step.to_int() > 0 ? 1 : -1)) /
+                        step.to_int()
+                  : static_cast<int64_t>(std::ceil((e - s) / st));
   Tensor t = empty({std::max<int64_t>(n, 0)}, options);
   detail::dispatch(OpId::arange, {}, {t.impl().get()},
                    {detail::float_attr("start", s), detail::float_attr("step", st)});
@@ -98,8 +99,8 @@ Tensor copy_from_blob(const void* data, IntArrayRef shape, DType dtype, TensorOp
 
 Tensor from_blob(void* data, IntArrayRef shape, IntArrayRef strides, BlobDeleter deleter,
                  TensorOptions options) {
-  KILN_CHECK(strides.size() == shape.size(), "from_blob: ", shape.size(), " sizes ", shape,
-             " but ", strides.size(), " strides ", strides);
+  KILN_CHECK(strides.size() == shape.size(), "from_blob: ", shape.size(), " sizes ", shape, " but ",
+             strides.size(), " strides ", strides);
   const int64_t numel = detail::checked_numel(shape, "from_blob");
   // The bytes the view reaches: (sum of (size - 1) * stride) + 1 elements.
   int64_t last = 0;
@@ -140,8 +141,8 @@ Tensor from_blob(void* data, IntArrayRef shape, TensorOptions options) {
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, IntArrayRef shape, TensorOptions options) {
   int64_t n = static_cast<int64_t>(values.size());
-  detail::SmallDims dims = shape.empty() ? detail::SmallDims{n}
-                                         : detail::SmallDims(shape.begin(), shape.end());
+  detail::SmallDims dims =
+      shape.empty() ? detail::SmallDims{n} : detail::SmallDims(shape.begin(), shape.end());
   KILN_CHECK(detail::checked_numel(dims, "from_vector") == n, "from_vector: ", n,
              " values do not fill shape ", IntArrayRef(dims));
   detail::DeviceContext* device = context_of(options);

@@ -16,12 +16,13 @@ namespace {
 // "acme.softplus": a non-empty prefix, a dot, a non-empty rest; never the catalogue's.
 void check_name(const std::string& name) {
   const size_t dot = name.find('.');
-  KILN_CHECK(dot != std::string::npos && dot > 0 && dot + 1 < name.size(),
-             "call_op: '", name, "' is not an op name of the form '<prefix>.<op>' "
+  KILN_CHECK(dot != std::string::npos && dot > 0 && dot + 1 < name.size(), "call_op: '", name,
+             "' is not an op name of the form '<prefix>.<op>' "
              "(a plugin's ops carry its prefix, e.g. 'acme.fused_gelu')");
   KILN_CHECK(name.compare(0, dot, "kiln") != 0, "call_op(", name,
              "): the 'kiln.' prefix is the catalogue's; call the op's own function (kiln::",
-             name.substr(dot + 1), " or the Tensor method), which checks what its kernels "
+             name.substr(dot + 1),
+             " or the Tensor method), which checks what its kernels "
              "rely on");
 }
 
@@ -45,9 +46,9 @@ void call_op(const std::string& name, const std::vector<Tensor>& inputs,
     KILN_CHECK(t.defined(), what, ": ", role, " ", i, " is an undefined tensor");
     const detail::TensorImpl* impl = t.impl().get();
     if (!device) device = impl->device();
-    KILN_CHECK(impl->device() == device, what, ": expected all operands on one device, but ",
-               role, " ", i, " is on ", impl->device()->name(), " and the first on ",
-               device->name(), " (move one with .to(device))");
+    KILN_CHECK(impl->device() == device, what, ": expected all operands on one device, but ", role,
+               " ", i, " is on ", impl->device()->name(), " and the first on ", device->name(),
+               " (move one with .to(device))");
     into.push_back(impl);
   };
   for (size_t i = 0; i < inputs.size(); ++i) take(inputs[i], "input", i, in);
@@ -68,10 +69,12 @@ void call_op(const std::string& name, const std::vector<Tensor>& inputs,
   attrs.reserve(attributes.size());
   for (const OpAttribute& a : attributes) {
     KILN_CHECK(!a.name.empty(), what, ": an attribute without a name");
-    if (auto* i = std::get_if<int64_t>(&a.value)) attrs.push_back(detail::int_attr(a.name.c_str(), *i));
+    if (auto* i = std::get_if<int64_t>(&a.value))
+      attrs.push_back(detail::int_attr(a.name.c_str(), *i));
     else if (auto* f = std::get_if<double>(&a.value))
       attrs.push_back(detail::float_attr(a.name.c_str(), *f));
-    else attrs.push_back(detail::string_attr(a.name.c_str(), std::get<std::string>(a.value).c_str()));
+    else
+      attrs.push_back(detail::string_attr(a.name.c_str(), std::get<std::string>(a.value).c_str()));
   }
   detail::dispatch_named(name, version, in, out, attrs);
 }

@@ -129,8 +129,8 @@ HostMirror mirror_on_host(const TensorImpl& t, DeviceContext* cpu, uint64_t& mov
   m.impl->strides = t.strides;
   m.impl->numel = t.numel;
   m.impl->dtype = t.dtype;
-  m.impl->offset = (t.offset * static_cast<int64_t>(t.itemsize()) - lo) /
-                   static_cast<int64_t>(t.itemsize());
+  m.impl->offset =
+      (t.offset * static_cast<int64_t>(t.itemsize()) - lo) / static_cast<int64_t>(t.itemsize());
   if (m.bytes > 0) {
     t.device()->copy(KILN_COPY_DEVICE_TO_HOST, m.impl->storage->data,
                      static_cast<char*>(t.storage->data) + lo, static_cast<size_t>(m.bytes));
@@ -257,11 +257,11 @@ void run_kernel(const KernelSlot& slot, const kiln_op_args& args, DeviceContext*
   dev->check(status, name);
 }
 
-
 // Inlined into dispatch() (the hot path); profiled_dispatch calls the out-of-line copy.
-[[gnu::always_inline]] inline void dispatch_unprofiled(OpId op, std::span<const TensorImpl* const> inputs,
-                         std::span<const TensorImpl* const> outputs,
-                         std::span<const kiln_attr> attrs) {
+[[gnu::always_inline]] inline void dispatch_unprofiled(OpId op,
+                                                       std::span<const TensorImpl* const> inputs,
+                                                       std::span<const TensorImpl* const> outputs,
+                                                       std::span<const kiln_attr> attrs) {
   KILN_CHECK(inputs.size() <= kMaxOperands && outputs.size() <= kMaxOperands, op_name(op),
              ": too many operands");
   DeviceContext* dev = (outputs.empty() ? inputs[0] : outputs[0])->device();
@@ -271,8 +271,8 @@ void run_kernel(const KernelSlot& slot, const kiln_op_args& args, DeviceContext*
   kiln_tensor_view out[kMaxOperands];
   for (size_t i = 0; i < inputs.size(); ++i) fill_view(in[i], *inputs[i]);
   for (size_t i = 0; i < outputs.size(); ++i) fill_view(out[i], *outputs[i]);
-  kiln_op_args args{sizeof(kiln_op_args), in, inputs.size(), out, outputs.size(),
-                    attrs.data(),         attrs.size(), nullptr};
+  kiln_op_args args{sizeof(kiln_op_args), in,           inputs.size(), out,
+                    outputs.size(),       attrs.data(), attrs.size(),  nullptr};
 
   if (slot.state.load(std::memory_order_relaxed) == KernelSlot::State::Native &&
       kernel_supports(slot, args, dev, op_name(op))) [[likely]] {
@@ -296,13 +296,16 @@ void dispatch(OpId op, std::span<const TensorImpl* const> inputs,
   if (profiler_active()) [[unlikely]] {
     struct Call {
       OpId op;
-      std::span<const TensorImpl* const> inputs, outputs;
+      std::span<const TensorImpl*const> inputs, outputs;
       std::span<const kiln_attr> attrs;
     } call{op, inputs, outputs, attrs};
-    return profiled_dispatch(op_name(op), inputs, outputs, [](void* c) {
-      auto& call = *static_cast<Call*>(c);
-      dispatch_unprofiled(call.op, call.inputs, call.outputs, call.attrs);
-    }, &call);
+    return profiled_dispatch(
+        op_name(op), inputs, outputs,
+        [](void* c) {
+          auto& call = *static_cast<Call*>(c);
+          dispatch_unprofiled(call.op, call.inputs, call.outputs, call.attrs);
+        },
+        &call);
   }
   dispatch_unprofiled(op, inputs, outputs, attrs);
 }
@@ -318,20 +321,23 @@ void dispatch_named(const std::string& name, int32_t version,
   const KernelSlot& slot = dev->named_kernel(name, version);
   if (slot.state.load(std::memory_order_acquire) != KernelSlot::State::Native)
     throw Error(concat(name, " (version ", version, ") has no kernel on ", dev->name(),
-                       ": plugin '", dev->api()->name, "' does not provide it. An op outside "
+                       ": plugin '", dev->api()->name,
+                       "' does not provide it. An op outside "
                        "the catalogue runs only on the devices of the plugin that defines "
-                       "it (loaded: ", Registry::get().describe_loaded(), ")"));
+                       "it (loaded: ",
+                       Registry::get().describe_loaded(), ")"));
   auto run = [&] {
     kiln_tensor_view in[kMaxOperands];
     kiln_tensor_view out[kMaxOperands];
     for (size_t i = 0; i < inputs.size(); ++i) fill_view(in[i], *inputs[i]);
     for (size_t i = 0; i < outputs.size(); ++i) fill_view(out[i], *outputs[i]);
-    kiln_op_args args{sizeof(kiln_op_args), in, inputs.size(), out, outputs.size(),
-                      attrs.data(),         attrs.size(), nullptr};
+    kiln_op_args args{sizeof(kiln_op_args), in,           inputs.size(), out,
+                      outputs.size(),       attrs.data(), attrs.size(),  nullptr};
     if (!kernel_supports(slot, args, dev, name.c_str()))
       throw Error(concat(name, ": ", dev->name(), " declined these operands: ",
                          describe_operands(inputs, outputs), " (its supports() said no)"));
-    if (layout_ok(slot.kernel.flags, inputs, outputs)) return run_kernel(slot, args, dev, name.c_str());
+    if (layout_ok(slot.kernel.flags, inputs, outputs))
+      return run_kernel(slot, args, dev, name.c_str());
     // Copies to contiguous temporaries, then the kernel on those.
     run_with_contiguous(slot.kernel.flags, inputs, outputs, [&](auto in_c, auto out_c) {
       for (size_t i = 0; i < in_c.size(); ++i) fill_view(in[i], *in_c[i]);
@@ -340,8 +346,8 @@ void dispatch_named(const std::string& name, int32_t version,
     });
   };
   if (profiler_active()) [[unlikely]]
-    return profiled_dispatch(name.c_str(), inputs, outputs,
-                             [](void* r) { (*static_cast<decltype(run)*>(r))(); }, &run);
+    return profiled_dispatch(
+        name.c_str(), inputs, outputs, [](void* r) { (*static_cast<decltype(run)*>(r))(); }, &run);
   run();
 }
 

@@ -43,8 +43,7 @@ using Operands = std::initializer_list<const TensorImpl*>;
 /// Runs `op` with the given operands (already validated, outputs allocated) on the
 /// device of the first output (or input). Throws kiln::Error on failure.
 void dispatch(OpId op, std::span<const TensorImpl* const> inputs,
-              std::span<const TensorImpl* const> outputs,
-              std::span<const kiln_attr> attrs = {});
+              std::span<const TensorImpl* const> outputs, std::span<const kiln_attr> attrs = {});
 
 inline void dispatch(OpId op, Operands inputs, Operands outputs,
                      std::initializer_list<kiln_attr> attrs = {}) {

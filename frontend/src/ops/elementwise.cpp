@@ -36,8 +36,9 @@ DType result_dtype(Kind kind, DType computed) {
 }
 
 void check_not_bool(const char* op, DType dtype) {
-  KILN_CHECK(dtype != DType::Bool, op, ": not supported for bool tensors (convert with "
-                                        ".to(kiln::int64) or use logical_and/logical_or)");
+  KILN_CHECK(dtype != DType::Bool, op,
+             ": not supported for bool tensors (convert with "
+             ".to(kiln::int64) or use logical_and/logical_or)");
 }
 
 Tensor unary(OpId op, const char* name, const Tensor& x, Kind kind,
@@ -86,8 +87,9 @@ Tensor binary_op(OpId op, const char* name, const Tensor& a, const Tensor& b, Ki
                  [reduce](const Saved&, const Tensor& g) { return reduce(g, g); });
       break;
     case OpId::sub:
-      ag::record("SubBackward", out, {&a, &b}, {},
-                 [reduce, gb](const Saved&, const Tensor& g) { return reduce(g, gb ? -g : Tensor()); });
+      ag::record("SubBackward", out, {&a, &b}, {}, [reduce, gb](const Saved&, const Tensor& g) {
+        return reduce(g, gb ? -g : Tensor());
+      });
       break;
     case OpId::mul:
       ag::record("MulBackward", out, {&a, &b}, {ga ? b : Tensor(), gb ? a : Tensor()},
@@ -228,30 +230,32 @@ Tensor sigmoid(const Tensor& x) {
 Tensor relu(const Tensor& x) {
   // One fused kernel (kiln.relu_backward) instead of where(y > 0, g, 0): that took a
   // comparison, a bool tensor, a 0-d zero and a three-operand select per call.
-  return unary_op(OpId::relu, "relu", "ReluBackward", x, Kind::Arith, true,
-                  [](const Tensor& g, const Tensor& y) {
-                    Tensor dx = detail::empty_on(y, y.shape(), y.dtype());
-                    Tensor gc = detail::cast(g, y.dtype());
-                    detail::dispatch(OpId::relu_backward, {gc.impl().get(), y.impl().get()},
-                                     {dx.impl().get()});
-                    return dx;
-                  });
+  return unary_op(
+      OpId::relu, "relu", "ReluBackward", x, Kind::Arith, true,
+      [](const Tensor& g, const Tensor& y) {
+        Tensor dx = detail::empty_on(y, y.shape(), y.dtype());
+        Tensor gc = detail::cast(g, y.dtype());
+        detail::dispatch(OpId::relu_backward, {gc.impl().get(), y.impl().get()}, {dx.impl().get()});
+        return dx;
+      });
 }
 Tensor logical_not(const Tensor& x) {
   return unary(OpId::logical_not, "logical_not", x, Kind::Logical);
 }
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
-  KILN_CHECK(approximate == "none" || approximate == "tanh", "gelu: approximate must be "
-             "\"none\" or \"tanh\", got \"", approximate, "\"");
+  KILN_CHECK(approximate == "none" || approximate == "tanh",
+             "gelu: approximate must be "
+             "\"none\" or \"tanh\", got \"",
+             approximate, "\"");
   bool tanh_form = approximate == "tanh";
   return unary_op(OpId::gelu, "gelu", "GeluBackward", x, Kind::Float, false,
                   [tanh_form](const Tensor& g, const Tensor& x) {
                     Tensor dx = empty_like(x);
                     Tensor gc = detail::cast(g, x.dtype());
-                    detail::dispatch(OpId::gelu_backward, {gc.impl().get(), x.impl().get()},
-                                     {dx.impl().get()},
-                                     {detail::string_attr("approximate", tanh_form ? "tanh" : "none")});
+                    detail::dispatch(
+                        OpId::gelu_backward, {gc.impl().get(), x.impl().get()}, {dx.impl().get()},
+                        {detail::string_attr("approximate", tanh_form ? "tanh" : "none")});
                     return dx;
                   },
                   {detail::string_attr("approximate", approximate.c_str())});
@@ -270,10 +274,8 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
 
 // -- binary --------------------------------------------------------------------------
 
-#define KILN_BINARY(fn, kind)                                          \
-  Tensor fn(const Tensor& a, const Tensor& b) {                        \
-    return binary_op(OpId::fn, #fn, a, b, Kind::kind);                 \
-  }
+#define KILN_BINARY(fn, kind) \
+  Tensor fn(const Tensor& a, const Tensor& b) { return binary_op(OpId::fn, #fn, a, b, Kind::kind); }
 KILN_BINARY(add, Arith)
 KILN_BINARY(sub, Arith)
 KILN_BINARY(mul, Arith)
@@ -310,10 +312,11 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   detail::dispatch(OpId::where, {c.impl().get(), ca.impl().get(), cb.impl().get()},
                    {out.impl().get()});
   if (ag::needs_grad({&a, &b}))
-    ag::record("WhereBackward", out, {&a, &b}, {condition},
-               [sa = a.shape().vec(), sb = b.shape().vec()](const Saved& s, const Tensor& g) -> Grads {
-                 return {ag::sum_to(where(s[0], g, 0.0), sa), ag::sum_to(where(s[0], 0.0, g), sb)};
-               });
+    ag::record(
+        "WhereBackward", out, {&a, &b}, {condition},
+        [sa = a.shape().vec(), sb = b.shape().vec()](const Saved& s, const Tensor& g) -> Grads {
+          return {ag::sum_to(where(s[0], g, 0.0), sa), ag::sum_to(where(s[0], 0.0, g), sb)};
+        });
   return out;
 }
 
@@ -341,9 +344,9 @@ Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
 Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
 Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
 
-#define KILN_SCALAR_OPERATOR(op, id, name, kind)                                  \
-  Tensor operator op(const Tensor& a, Scalar b) {                                 \
-    return binary_scalar(OpId::id, name, a, b, Kind::kind, false);                \
+#define KILN_SCALAR_OPERATOR(op, id, name, kind)                   \
+  Tensor operator op(const Tensor& a, Scalar b) {                  \
+    return binary_scalar(OpId::id, name, a, b, Kind::kind, false); \
   }
 KILN_SCALAR_OPERATOR(+, add, "add", Arith)
 KILN_SCALAR_OPERATOR(-, sub, "sub", Arith)
@@ -392,14 +395,30 @@ Tensor Tensor::clamp(std::optional<double> min, std::optional<double> max) const
   return kiln::clamp(*this, min, max);
 }
 
-Tensor& Tensor::add_(const Tensor& o) { return binary_inplace(OpId::add, "add_", *this, o, Kind::Arith); }
-Tensor& Tensor::sub_(const Tensor& o) { return binary_inplace(OpId::sub, "sub_", *this, o, Kind::Arith); }
-Tensor& Tensor::mul_(const Tensor& o) { return binary_inplace(OpId::mul, "mul_", *this, o, Kind::Arith); }
-Tensor& Tensor::div_(const Tensor& o) { return binary_inplace(OpId::div, "div_", *this, o, Kind::Float); }
-Tensor& Tensor::add_(Scalar o) { return binary_inplace_scalar(OpId::add, "add_", *this, o, Kind::Arith); }
-Tensor& Tensor::sub_(Scalar o) { return binary_inplace_scalar(OpId::sub, "sub_", *this, o, Kind::Arith); }
-Tensor& Tensor::mul_(Scalar o) { return binary_inplace_scalar(OpId::mul, "mul_", *this, o, Kind::Arith); }
-Tensor& Tensor::div_(Scalar o) { return binary_inplace_scalar(OpId::div, "div_", *this, o, Kind::Float); }
+Tensor& Tensor::add_(const Tensor& o) {
+  return binary_inplace(OpId::add, "add_", *this, o, Kind::Arith);
+}
+Tensor& Tensor::sub_(const Tensor& o) {
+  return binary_inplace(OpId::sub, "sub_", *this, o, Kind::Arith);
+}
+Tensor& Tensor::mul_(const Tensor& o) {
+  return binary_inplace(OpId::mul, "mul_", *this, o, Kind::Arith);
+}
+Tensor& Tensor::div_(const Tensor& o) {
+  return binary_inplace(OpId::div, "div_", *this, o, Kind::Float);
+}
+Tensor& Tensor::add_(Scalar o) {
+  return binary_inplace_scalar(OpId::add, "add_", *this, o, Kind::Arith);
+}
+Tensor& Tensor::sub_(Scalar o) {
+  return binary_inplace_scalar(OpId::sub, "sub_", *this, o, Kind::Arith);
+}
+Tensor& Tensor::mul_(Scalar o) {
+  return binary_inplace_scalar(OpId::mul, "mul_", *this, o, Kind::Arith);
+}
+Tensor& Tensor::div_(Scalar o) {
+  return binary_inplace_scalar(OpId::div, "div_", *this, o, Kind::Float);
+}
 
 Tensor& Tensor::fill_(Scalar value) {
   const auto& impl = detail::impl_of(*this, "fill_");

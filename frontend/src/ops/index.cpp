@@ -16,7 +16,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   KILN_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
   const Tensor& first = tensors[0];
   detail::impl_of(first, "cat");
-  KILN_CHECK(first.dim() > 0, "cat: zero-dimensional tensors cannot be concatenated "
+  KILN_CHECK(first.dim() > 0,
+             "cat: zero-dimensional tensors cannot be concatenated "
              "(use stack)");
   int64_t d = detail::wrap_dim(dim, first.dim(), "cat");
   DType dtype = first.dtype();
@@ -55,17 +56,18 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
         sizes.push_back(t.size(d));
         dtypes.push_back(t.dtype());
       }
-      auto node = std::make_shared<ag::LambdaNode<std::function<Grads(const Saved&, const Tensor&)>>>(
-          "CatBackward", std::vector<ag::SavedTensor>{},
-          [sizes, dtypes, d](const Saved&, const Tensor& g) {
-            Grads grads;
-            int64_t offset = 0;
-            for (size_t i = 0; i < sizes.size(); ++i) {
-              grads.push_back(g.narrow(d, offset, sizes[i]).to(dtypes[i]));
-              offset += sizes[i];
-            }
-            return grads;
-          });
+      auto node =
+          std::make_shared<ag::LambdaNode<std::function<Grads(const Saved&, const Tensor&)>>>(
+              "CatBackward", std::vector<ag::SavedTensor>{},
+              [sizes, dtypes, d](const Saved&, const Tensor& g) {
+                Grads grads;
+                int64_t offset = 0;
+                for (size_t i = 0; i < sizes.size(); ++i) {
+                  grads.push_back(g.narrow(d, offset, sizes[i]).to(dtypes[i]));
+                  offset += sizes[i];
+                }
+                return grads;
+              });
       ag::attach(out, node, tensors);
     }
   }
@@ -80,8 +82,8 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   expanded.reserve(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
     KILN_CHECK(detail::impl_of(tensors[i], "stack").shape == tensors[0].impl()->shape,
-               "stack: expects equal shapes, but tensor 0 is ", tensors[0].shape(),
-               " and tensor ", i, " is ", tensors[i].shape());
+               "stack: expects equal shapes, but tensor 0 is ", tensors[0].shape(), " and tensor ",
+               i, " is ", tensors[i].shape());
     expanded.push_back(tensors[i].unsqueeze(d));
   }
   return cat(expanded, d);
@@ -95,8 +97,8 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   KILN_CHECK(x.dim() > 0, "index_select: cannot index a 0-d tensor");
   int64_t d = detail::wrap_dim(dim, x.dim(), "index_select");
   Tensor idx = detail::cast(index, DType::Int64).reshape({-1});
-  KILN_CHECK(x.size(d) > 0 || idx.numel() == 0, "index_select: dimension ", d,
-             " of shape ", x.shape(), " is empty, so no index is in range");
+  KILN_CHECK(x.size(d) > 0 || idx.numel() == 0, "index_select: dimension ", d, " of shape ",
+             x.shape(), " is empty, so no index is in range");
   detail::SmallDims shape(x.shape().begin(), x.shape().end());
   shape[d] = idx.numel();
   Tensor out = detail::empty_on(x, shape, x.dtype());
@@ -118,8 +120,10 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   detail::check_same_device("gather", {&x, &index});
   KILN_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32,
              "gather: the index must be int64 or int32, got ", index.dtype());
-  KILN_CHECK(index.dim() == x.dim(), "gather: the index must have the same number of dimensions "
-             "as the input, got index shape ", index.shape(), " for input shape ", x.shape());
+  KILN_CHECK(index.dim() == x.dim(),
+             "gather: the index must have the same number of dimensions "
+             "as the input, got index shape ",
+             index.shape(), " for input shape ", x.shape());
   int64_t d = detail::wrap_dim(dim, x.dim(), "gather");
   for (int64_t i = 0; i < x.dim(); ++i)
     KILN_CHECK(i == d || index.size(i) <= x.size(i), "gather: index shape ", index.shape(),

@@ -32,7 +32,7 @@ std::atomic<int>& precision_index() {
     if (i < 0) {
       detail::log(KILN_LOG_WARNING, "matmul",
                   detail::concat("KILN_MATMUL_PRECISION='", env,
-                         "' is not highest, high or medium; using highest"));
+                                 "' is not highest, high or medium; using highest"));
       return 0;
     }
     return i;
@@ -61,8 +61,10 @@ kiln_attr detail::matmul_precision_attr() {
 namespace {
 Tensor matmul_forward(const Tensor& a, const Tensor& b) {
   detail::check_same_device("matmul", {&a, &b});
-  KILN_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both operands need at least 1 dimension, got "
-             "shapes ", a.shape(), " and ", b.shape());
+  KILN_CHECK(a.dim() >= 1 && b.dim() >= 1,
+             "matmul: both operands need at least 1 dimension, got "
+             "shapes ",
+             a.shape(), " and ", b.shape());
   DType dtype = promote_types(a.dtype(), b.dtype());
   KILN_CHECK(is_floating(dtype), "matmul: expected floating-point operands, got ", a.dtype(),
              " and ", b.dtype(), " (convert with .to(kiln::float32))");
@@ -70,8 +72,8 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b) {
   Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
   Tensor b2 = b.dim() == 1 ? b.unsqueeze(-1) : b;
   int64_t m = a2.size(-2), k = a2.size(-1), k2 = b2.size(-2), n = b2.size(-1);
-  KILN_CHECK(k == k2, "matmul: shapes ", a.shape(), " and ", b.shape(),
-             " cannot be multiplied (", k, " != ", k2, ")");
+  KILN_CHECK(k == k2, "matmul: shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied (",
+             k, " != ", k2, ")");
   IntArrayRef abatch(a2.shape().data(), a2.shape().size() - 2);
   IntArrayRef bbatch(b2.shape().data(), b2.shape().size() - 2);
   detail::SmallDims batch = detail::broadcast_shapes(abatch, bbatch, "matmul");
@@ -105,14 +107,17 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   bool ga = a.requires_grad(), gb = b.requires_grad();
   ag::record("MatmulBackward", out, {&a, &b}, {gb ? a : Tensor(), ga ? b : Tensor()},
              [ga, gb, sa = a.shape().vec(), sb = b.shape().vec()](const std::vector<Tensor>& s,
-                                                                   const Tensor& g) {
+                                                                  const Tensor& g) {
                // Work with the matrix forms (1-D operands get their unit dim back),
                // let matmul broadcast the batch dims, then reduce to each shape.
                bool a1 = sa.size() == 1, b1 = sb.size() == 1;
                Tensor g2 = g;
-               if (a1 && b1) g2 = g.reshape({1, 1});
-               else if (a1) g2 = g.unsqueeze(-2);
-               else if (b1) g2 = g.unsqueeze(-1);
+               if (a1 && b1)
+                 g2 = g.reshape({1, 1});
+               else if (a1)
+                 g2 = g.unsqueeze(-2);
+               else if (b1)
+                 g2 = g.unsqueeze(-1);
                std::vector<Tensor> grads(2);
                if (ga) {
                  Tensor b2 = b1 ? s[1].unsqueeze(-1) : s[1];

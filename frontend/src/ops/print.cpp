@@ -27,17 +27,23 @@ struct Formatter {
   std::string format(double v) const {
     char buf[64];
     switch (style) {
-      case Style::Bool: return v != 0 ? "True" : "False";
-      case Style::Integer: std::snprintf(buf, sizeof buf, "%.0f", v); break;
+      case Style::Bool:
+        return v != 0 ? "True" : "False";
+      case Style::Integer:
+        std::snprintf(buf, sizeof buf, "%.0f", v);
+        break;
       case Style::FloatIntegral:
-        if (std::isfinite(v)) std::snprintf(buf, sizeof buf, "%.0f.", v);
-        else std::snprintf(buf, sizeof buf, "%s", std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+        if (std::isfinite(v))
+          std::snprintf(buf, sizeof buf, "%.0f.", v);
+        else
+          std::snprintf(buf, sizeof buf, "%s", std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
         break;
       case Style::Fixed:
       case Style::Scientific:
         if (std::isfinite(v))
           std::snprintf(buf, sizeof buf, style == Style::Fixed ? "%.4f" : "%.4e", v);
-        else std::snprintf(buf, sizeof buf, "%s", std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+        else
+          std::snprintf(buf, sizeof buf, "%s", std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
         break;
     }
     return buf;
@@ -46,8 +52,10 @@ struct Formatter {
 
 Formatter make_formatter(DType dtype, const std::vector<double>& values) {
   Formatter f;
-  if (dtype == DType::Bool) f.style = Formatter::Style::Bool;
-  else if (!is_floating(dtype)) f.style = Formatter::Style::Integer;
+  if (dtype == DType::Bool)
+    f.style = Formatter::Style::Bool;
+  else if (!is_floating(dtype))
+    f.style = Formatter::Style::Integer;
   else {
     bool integral = true;
     double max_abs = 0, min_abs = INFINITY;
@@ -57,10 +65,12 @@ Formatter make_formatter(DType dtype, const std::vector<double>& values) {
       max_abs = std::max(max_abs, std::fabs(v));
       if (v != 0) min_abs = std::min(min_abs, std::fabs(v));
     }
-    if (integral && max_abs < 1e8) f.style = Formatter::Style::FloatIntegral;
+    if (integral && max_abs < 1e8)
+      f.style = Formatter::Style::FloatIntegral;
     else if (max_abs >= 1e8 || min_abs < 1e-4 || max_abs / min_abs > 1e6)
       f.style = Formatter::Style::Scientific;
-    else f.style = Formatter::Style::Fixed;
+    else
+      f.style = Formatter::Style::Fixed;
   }
   for (double v : values) f.width = std::max(f.width, f.format(v).size());
   return f;
@@ -78,13 +88,17 @@ void print_dims(std::ostream& out, const std::vector<double>& values, IntArrayRe
   for (int64_t i = 0; i < n; ++i) {
     if (i > 0) {
       out << ',';
-      if (last) out << ' ';
-      else out << std::string(shape.size() - dim - 1, '\n') << std::string(indent + dim + 1, ' ');
+      if (last)
+        out << ' ';
+      else
+        out << std::string(shape.size() - dim - 1, '\n') << std::string(indent + dim + 1, ' ');
     }
     if (cut[dim] && i == kEdgeItems) {
       out << "...,";
-      if (last) out << ' ';
-      else out << std::string(shape.size() - dim - 1, '\n') << std::string(indent + dim + 1, ' ');
+      if (last)
+        out << ' ';
+      else
+        out << std::string(shape.size() - dim - 1, '\n') << std::string(indent + dim + 1, ' ');
     }
     if (last) {
       std::string s = f.format(values[static_cast<size_t>(base + i)]);
@@ -113,16 +127,21 @@ std::ostream& operator<<(std::ostream& out, const Tensor& t) {
   std::vector<double> values = shown.to_vector<double>();
   Formatter f = make_formatter(t.dtype(), values);
   out << "tensor(";
-  if (t.dim() == 0) out << f.format(values[0]);
-  else if (t.numel() == 0) out << "[]";
-  else print_dims(out, values, shown.shape(), cut, f, 0, 0, shown.numel(), 7);
+  if (t.dim() == 0)
+    out << f.format(values[0]);
+  else if (t.numel() == 0)
+    out << "[]";
+  else
+    print_dims(out, values, shown.shape(), cut, f, 0, 0, shown.numel(), 7);
   if (t.numel() == 0 && t.dim() > 1) out << ", size=" << t.shape();
   Device d = t.device();
   if (d.backend() != "cpu" || d.index() != 0) out << ", device='" << d.str() << "'";
   DType dt = t.dtype();
   if (dt != DType::Float32 && dt != DType::Int64 && dt != DType::Bool) out << ", dtype=" << dt;
-  if (auto fn = t.grad_fn()) out << ", grad_fn=<" << fn->name() << ">";
-  else if (t.requires_grad()) out << ", requires_grad=True";
+  if (auto fn = t.grad_fn())
+    out << ", grad_fn=<" << fn->name() << ">";
+  else if (t.requires_grad())
+    out << ", requires_grad=True";
   return out << ')';
 }
 

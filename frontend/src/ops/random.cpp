@@ -76,7 +76,8 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef shape, TensorOptions optio
   // A float64 uniform on [0, high - low), truncated (the floor, being non-negative),
   // clamped (rounding may reach the upper end), then shifted by low.
   const double span = static_cast<double>(high) - static_cast<double>(low);
-  Tensor u = uniform(shape, 0.0, span, TensorOptions(options).dtype(DType::Float64).requires_grad(false));
+  Tensor u =
+      uniform(shape, 0.0, span, TensorOptions(options).dtype(DType::Float64).requires_grad(false));
   Tensor k = u.to(DType::Int64).clamp(0.0, span - 1.0) + Scalar(low);
   return dtype == DType::Int64 ? k : k.to(dtype);
 }

@@ -86,8 +86,8 @@ void record_reduction(OpId op, Tensor& result, const Tensor& x, const Tensor& ke
     case OpId::amax:
     case OpId::amin:
       // Ties share the gradient evenly (PyTorch's amax/amin rule).
-      ag::record(op == OpId::amax ? "AmaxBackward" : "AminBackward", result, {&x},
-                 {x, keep_out}, [spread, dims](const Saved& s, const Tensor& g) -> Grads {
+      ag::record(op == OpId::amax ? "AmaxBackward" : "AminBackward", result, {&x}, {x, keep_out},
+                 [spread, dims](const Saved& s, const Tensor& g) -> Grads {
                    Tensor hit = (s[0] == s[1]).to(g.dtype());
                    Tensor share = hit / hit.sum(dims, true);
                    return {spread(g) * share};
@@ -124,7 +124,8 @@ Tensor reduce(OpId op, const char* name, const Tensor& x, IntArrayRef dims, bool
               Accum accum, std::initializer_list<kiln_attr> attrs = {}) {
   const auto& impl = detail::impl_of(x, name);
   DType dtype = impl.dtype;
-  if (accum == Accum::Sum && (dtype == DType::Bool || dtype == DType::UInt8 || dtype == DType::Int32))
+  if (accum == Accum::Sum &&
+      (dtype == DType::Bool || dtype == DType::UInt8 || dtype == DType::Int32))
     dtype = DType::Int64;
   if (accum == Accum::Floating)
     KILN_CHECK(is_floating(dtype), name, ": expected a floating-point tensor, got ", dtype,
@@ -156,8 +157,8 @@ Tensor arg_reduce(OpId op, const char* name, const Tensor& x, std::optional<int6
     d = detail::wrap_dim(*dim, impl.dim(), name);
     if (impl.dim() == 0) src = x.reshape({1});
   }
-  KILN_CHECK(src.size(d) > 0, name, ": cannot take the ", name,
-             " of an empty dimension (shape ", x.shape(), ")");
+  KILN_CHECK(src.size(d) > 0, name, ": cannot take the ", name, " of an empty dimension (shape ",
+             x.shape(), ")");
   SmallDims keep(src.shape().begin(), src.shape().end());
   keep[d] = 1;
   Tensor out = detail::empty_on(x, keep, DType::Int64);
@@ -201,10 +202,18 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
 }
 
 Tensor Tensor::sum(IntArrayRef dims, bool keepdim) const { return kiln::sum(*this, dims, keepdim); }
-Tensor Tensor::mean(IntArrayRef dims, bool keepdim) const { return kiln::mean(*this, dims, keepdim); }
-Tensor Tensor::prod(IntArrayRef dims, bool keepdim) const { return kiln::prod(*this, dims, keepdim); }
-Tensor Tensor::amax(IntArrayRef dims, bool keepdim) const { return kiln::amax(*this, dims, keepdim); }
-Tensor Tensor::amin(IntArrayRef dims, bool keepdim) const { return kiln::amin(*this, dims, keepdim); }
+Tensor Tensor::mean(IntArrayRef dims, bool keepdim) const {
+  return kiln::mean(*this, dims, keepdim);
+}
+Tensor Tensor::prod(IntArrayRef dims, bool keepdim) const {
+  return kiln::prod(*this, dims, keepdim);
+}
+Tensor Tensor::amax(IntArrayRef dims, bool keepdim) const {
+  return kiln::amax(*this, dims, keepdim);
+}
+Tensor Tensor::amin(IntArrayRef dims, bool keepdim) const {
+  return kiln::amin(*this, dims, keepdim);
+}
 Tensor Tensor::max() const { return kiln::amax(*this, {}, false); }
 Tensor Tensor::min() const { return kiln::amin(*this, {}, false); }
 std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {

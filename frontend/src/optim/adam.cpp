@@ -20,8 +20,10 @@ Adam::Adam(std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> def
     const auto& o = static_cast<const AdamOptions&>(*g.options);
     KILN_CHECK(o.betas().first >= 0 && o.betas().first < 1 && o.betas().second >= 0 &&
                    o.betas().second < 1,
-               name_, ": betas must be in [0, 1), got (", o.betas().first, ", ", o.betas().second, ")");
-    KILN_CHECK(o.eps() >= 0 && o.weight_decay() >= 0, name_, ": eps and weight_decay must be "
+               name_, ": betas must be in [0, 1), got (", o.betas().first, ", ", o.betas().second,
+               ")");
+    KILN_CHECK(o.eps() >= 0 && o.weight_decay() >= 0, name_,
+               ": eps and weight_decay must be "
                "non-negative");
   }
 }
@@ -40,12 +42,13 @@ void Adam::step() {
       if (!v.defined()) v = zeros_like(p);
       int64_t t = ++step_count(p);
       Tensor gc = g.to(p.dtype());
-      detail::dispatch(detail::OpId::adam_step, {gc.impl().get()},
-                       {p.impl().get(), m.impl().get(), v.impl().get()},
-                       {detail::float_attr("lr", o.lr()), detail::float_attr("beta1", o.betas().first),
-                        detail::float_attr("beta2", o.betas().second), detail::float_attr("eps", o.eps()),
-                        detail::float_attr("weight_decay", o.weight_decay()),
-                        detail::int_attr("decoupled", decoupled_), detail::int_attr("step", t)});
+      detail::dispatch(
+          detail::OpId::adam_step, {gc.impl().get()},
+          {p.impl().get(), m.impl().get(), v.impl().get()},
+          {detail::float_attr("lr", o.lr()), detail::float_attr("beta1", o.betas().first),
+           detail::float_attr("beta2", o.betas().second), detail::float_attr("eps", o.eps()),
+           detail::float_attr("weight_decay", o.weight_decay()),
+           detail::int_attr("decoupled", decoupled_), detail::int_attr("step", t)});
       p.impl()->storage->version++;
     }
   }

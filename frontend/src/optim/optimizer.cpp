@@ -33,11 +33,13 @@ size_t parse_index(const std::string& key, size_t begin, size_t end, const Fail&
 Optimizer::Optimizer(std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults,
                      const char* name)
     : defaults_(std::move(defaults)), name_(name) {
-  KILN_CHECK(defaults_->lr() >= 0, name_, ": learning rate must be non-negative, got ", defaults_->lr());
+  KILN_CHECK(defaults_->lr() >= 0, name_, ": learning rate must be non-negative, got ",
+             defaults_->lr());
   for (auto& g : groups) add_param_group(std::move(g));
   size_t count = 0;
   for (const auto& g : groups_) count += g.params.size();
-  KILN_CHECK(count > 0, name_, ": got an empty parameter list (did the model register its "
+  KILN_CHECK(count > 0, name_,
+             ": got an empty parameter list (did the model register its "
              "parameters?)");
 }
 
@@ -47,8 +49,10 @@ void Optimizer::add_param_group(ParamGroup group) {
     for (const auto& p : g.params) seen.insert(p.impl().get());
   for (const auto& p : group.params) {
     KILN_CHECK(p.defined(), name_, ": a parameter is undefined");
-    KILN_CHECK(p.is_leaf() && p.requires_grad(), name_, ": can only optimize leaf tensors that "
-               "require grad (shape ", p.shape(), ")");
+    KILN_CHECK(p.is_leaf() && p.requires_grad(), name_,
+               ": can only optimize leaf tensors that "
+               "require grad (shape ",
+               p.shape(), ")");
     KILN_CHECK(seen.insert(p.impl().get()).second, name_,
                ": a parameter appears in more than one group");
   }
@@ -61,8 +65,10 @@ void Optimizer::zero_grad(bool set_to_none) {
   for (auto& g : groups_)
     for (auto& p : g.params) {
       if (!p.grad().defined()) continue;
-      if (set_to_none) p.set_grad(Tensor());
-      else p.grad().zero_();
+      if (set_to_none)
+        p.set_grad(Tensor());
+      else
+        p.grad().zero_();
     }
 }
 
@@ -115,7 +121,8 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
       size_t dot = key.find('.', 13);
       if (dot == std::string::npos || key.substr(dot) != ".lr") fail("unknown group field");
       size_t g = parse_index(key, 13, dot, fail);
-      if (g >= groups_.size()) fail("the optimizer has " + std::to_string(groups_.size()) + " groups");
+      if (g >= groups_.size())
+        fail("the optimizer has " + std::to_string(groups_.size()) + " groups");
       lrs.emplace_back(g, t.item<double>());
     } else if (key.rfind("state.", 0) == 0) {
       size_t dot = key.find('.', 6);
@@ -126,7 +133,8 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
       std::string name = key.substr(dot + 1);
       if (name == "step") {
         // A count: one whole, non-negative number (a hostile file may hold 1e30 or NaN).
-        if (t.numel() != 1) fail("the step count must hold one value, not " + std::to_string(t.numel()));
+        if (t.numel() != 1)
+          fail("the step count must hold one value, not " + std::to_string(t.numel()));
         const double step = t.to(DType::Float64).item<double>();
         if (!(step >= 0 && step <= 9.0e15 && step == std::floor(step)))
           fail("the step count must be a whole number in [0, 9e15], got " + std::to_string(step));
@@ -144,8 +152,10 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
   NoGradGuard no_grad;
   for (auto& [i, name, t] : tensors) {
     const Tensor& p = params[i];
-    if (name == "step") step_count(p) = t.item<int64_t>();
-    else state(p, name) = t.to(p.device()).to(p.dtype()).clone();
+    if (name == "step")
+      step_count(p) = t.item<int64_t>();
+    else
+      state(p, name) = t.to(p.device()).to(p.dtype()).clone();
   }
 }
 

@@ -52,7 +52,8 @@ double CosineAnnealingLR::lr_at(double base, int64_t t) const {
   return eta_min_ + (base - eta_min_) * (1 + c) / 2;
 }
 
-LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor, int64_t total_iters)
+LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor,
+                   int64_t total_iters)
     : LRScheduler(optimizer), start_(start_factor), end_(end_factor), total_(total_iters) {
   KILN_CHECK(start_factor > 0 && start_factor <= 1 && end_factor >= 0 && end_factor <= 1 &&
                  total_iters > 0,
@@ -66,8 +67,12 @@ double LinearLR::lr_at(double base, int64_t t) const {
 
 OneCycleLR::OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps, double pct_start,
                        double div_factor, double final_div_factor)
-    : LRScheduler(optimizer), max_lr_(max_lr), total_(total_steps), pct_start_(pct_start),
-      div_(div_factor), final_div_(final_div_factor) {
+    : LRScheduler(optimizer),
+      max_lr_(max_lr),
+      total_(total_steps),
+      pct_start_(pct_start),
+      div_(div_factor),
+      final_div_(final_div_factor) {
   KILN_CHECK(total_steps > 1 && pct_start > 0 && pct_start < 1 && max_lr > 0,
              "OneCycleLR: need total_steps > 1, 0 < pct_start < 1 and max_lr > 0");
   apply();

@@ -9,7 +9,8 @@ namespace kiln::optim {
 
 namespace {
 void check(const SGDOptions& o) {
-  KILN_CHECK(o.momentum() >= 0 && o.weight_decay() >= 0, "SGD: momentum and weight_decay must be "
+  KILN_CHECK(o.momentum() >= 0 && o.weight_decay() >= 0,
+             "SGD: momentum and weight_decay must be "
              "non-negative");
   KILN_CHECK(!o.nesterov() || (o.momentum() > 0 && o.dampening() == 0),
              "SGD: nesterov needs momentum > 0 and dampening 0");
@@ -42,12 +43,12 @@ void SGD::step() {
       Tensor& buf = state(p, "momentum_buffer");
       if (first) buf = empty_like(p);
       Tensor gc = g.to(p.dtype());
-      detail::dispatch(detail::OpId::sgd_step, {gc.impl().get()}, {p.impl().get(), buf.impl().get()},
-                       {detail::float_attr("lr", o.lr()), detail::float_attr("momentum", o.momentum()),
-                        detail::float_attr("dampening", o.dampening()),
-                        detail::float_attr("weight_decay", o.weight_decay()),
-                        detail::int_attr("nesterov", o.nesterov()),
-                        detail::int_attr("first_step", first)});
+      detail::dispatch(
+          detail::OpId::sgd_step, {gc.impl().get()}, {p.impl().get(), buf.impl().get()},
+          {detail::float_attr("lr", o.lr()), detail::float_attr("momentum", o.momentum()),
+           detail::float_attr("dampening", o.dampening()),
+           detail::float_attr("weight_decay", o.weight_decay()),
+           detail::int_attr("nesterov", o.nesterov()), detail::int_attr("first_step", first)});
       p.impl()->storage->version++;
     }
   }

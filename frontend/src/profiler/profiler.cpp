@@ -75,8 +75,7 @@ DeviceTimeline* timeline_for(ProfileSession& s, DeviceContext& dev) {
     t.base_ns = s.now_ns();
   } catch (const Error& e) {
     t.usable = false;
-    log(KILN_LOG_WARNING, "profiler",
-        concat("no device times for ", dev.name(), ": ", e.what()));
+    log(KILN_LOG_WARNING, "profiler", concat("no device times for ", dev.name(), ": ", e.what()));
     return nullptr;
   }
   return &t;
@@ -139,9 +138,7 @@ void ProfileSession::release_events() {
 
 // -- hooks ------------------------------------------------------------------------------
 
-void profiler_allocated(size_t bytes) noexcept {
-  this_thread.bytes += static_cast<int64_t>(bytes);
-}
+void profiler_allocated(size_t bytes) noexcept { this_thread.bytes += static_cast<int64_t>(bytes); }
 
 void profiler_fell_back() noexcept { this_thread.fell_back = true; }
 
@@ -261,9 +258,12 @@ using detail::ProfileSession;
 
 const char* phase_name(Phase phase) {
   switch (phase) {
-    case Phase::Forward: return "forward";
-    case Phase::Backward: return "backward";
-    case Phase::Optimizer: return "optimizer";
+    case Phase::Forward:
+      return "forward";
+    case Phase::Backward:
+      return "backward";
+    case Phase::Optimizer:
+      return "optimizer";
   }
   return "?";
 }
@@ -309,7 +309,8 @@ RecordFunction::~RecordFunction() {
 Profiler::Profiler(ProfilerOptions options) : options_(options) {
   ProfileSession& s = profile_session();
   std::lock_guard lock(s.mutex);
-  KILN_CHECK(!s.running, "kiln::profiler::Profiler: another profiler is already running in "
+  KILN_CHECK(!s.running,
+             "kiln::profiler::Profiler: another profiler is already running in "
              "this process (one at a time)");
   s.options = options;
   s.events.clear();

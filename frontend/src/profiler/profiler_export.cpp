@@ -41,8 +41,8 @@ std::string Profiler::chrome_trace() const {
   require_stopped("chrome_trace");
   json trace = json::array();
   auto meta = [&](const char* what, int pid, int tid, const std::string& name) {
-    trace.push_back({{"ph", "M"}, {"name", what}, {"pid", pid}, {"tid", tid},
-                     {"args", {{"name", name}}}});
+    trace.push_back(
+        {{"ph", "M"}, {"name", what}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}});
   };
   meta("process_name", kHostPid, 0, "Kiln (host threads)");
   std::map<std::string, int> device_pid;  // one process per device, its default stream
@@ -67,24 +67,50 @@ std::string Profiler::chrome_trace() const {
       args["bytes_allocated"] = e.bytes_allocated;
       args["fallback"] = e.fallback;
     }
-    trace.push_back({{"ph", "X"}, {"cat", e.kind == Event::Kind::Op ? "op" : "user_annotation"},
-                     {"name", e.name}, {"pid", kHostPid}, {"tid", e.thread},
-                     {"ts", us(e.start_ns)}, {"dur", us(e.end_ns - e.start_ns)}, {"args", args}});
+    trace.push_back({{"ph", "X"},
+                     {"cat", e.kind == Event::Kind::Op ? "op" : "user_annotation"},
+                     {"name", e.name},
+                     {"pid", kHostPid},
+                     {"tid", e.thread},
+                     {"ts", us(e.start_ns)},
+                     {"dur", us(e.end_ns - e.start_ns)},
+                     {"args", args}});
     if (e.kind != Event::Kind::Op || e.device_start_ns < 0) continue;
     const int pid = pid_of(e.device);
-    trace.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", e.name}, {"pid", pid}, {"tid", 0},
-                     {"ts", us(e.device_start_ns)}, {"dur", us(e.device_end_ns - e.device_start_ns)},
+    trace.push_back({{"ph", "X"},
+                     {"cat", "kernel"},
+                     {"name", e.name},
+                     {"pid", pid},
+                     {"tid", 0},
+                     {"ts", us(e.device_start_ns)},
+                     {"dur", us(e.device_end_ns - e.device_start_ns)},
                      {"args", {{"id", e.id}, {"inputs", e.shapes}}}});
     // A flow arrow from the launch on the host to the execution on the device.
-    trace.push_back({{"ph", "s"}, {"cat", "launch"}, {"name", "launch"}, {"id", e.id},
-                     {"pid", kHostPid}, {"tid", e.thread}, {"ts", us(e.start_ns)}});
-    trace.push_back({{"ph", "f"}, {"bp", "e"}, {"cat", "launch"}, {"name", "launch"}, {"id", e.id},
-                     {"pid", pid}, {"tid", 0}, {"ts", us(e.device_start_ns)}});
+    trace.push_back({{"ph", "s"},
+                     {"cat", "launch"},
+                     {"name", "launch"},
+                     {"id", e.id},
+                     {"pid", kHostPid},
+                     {"tid", e.thread},
+                     {"ts", us(e.start_ns)}});
+    trace.push_back({{"ph", "f"},
+                     {"bp", "e"},
+                     {"cat", "launch"},
+                     {"name", "launch"},
+                     {"id", e.id},
+                     {"pid", pid},
+                     {"tid", 0},
+                     {"ts", us(e.device_start_ns)}});
   }
   for (const MemorySample& m : memory_)
-    trace.push_back({{"ph", "C"}, {"name", "memory " + m.device}, {"pid", pid_of(m.device)},
-                     {"tid", 0}, {"ts", us(m.time_ns)}, {"args", {{"bytes_in_use", m.bytes_in_use}}}});
-  json doc = {{"traceEvents", std::move(trace)}, {"displayTimeUnit", "ms"},
+    trace.push_back({{"ph", "C"},
+                     {"name", "memory " + m.device},
+                     {"pid", pid_of(m.device)},
+                     {"tid", 0},
+                     {"ts", us(m.time_ns)},
+                     {"args", {{"bytes_in_use", m.bytes_in_use}}}});
+  json doc = {{"traceEvents", std::move(trace)},
+              {"displayTimeUnit", "ms"},
               {"otherData", {{"producer", "kiln::profiler"}}}};
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -124,11 +150,16 @@ std::string KeyAverages::table(SortBy sort_by, size_t limit) const {
   std::vector<KeyAverage> sorted = rows;
   auto key = [&](const KeyAverage& r) {
     switch (sort_by) {
-      case SortBy::HostTotal: return r.host_total_us;
-      case SortBy::HostSelf: return r.host_self_us;
-      case SortBy::DeviceTotal: return r.device_total_us;
-      case SortBy::Calls: return static_cast<double>(r.calls);
-      case SortBy::Name: return 0.0;
+      case SortBy::HostTotal:
+        return r.host_total_us;
+      case SortBy::HostSelf:
+        return r.host_self_us;
+      case SortBy::DeviceTotal:
+        return r.device_total_us;
+      case SortBy::Calls:
+        return static_cast<double>(r.calls);
+      case SortBy::Name:
+        return 0.0;
     }
     return 0.0;
   };
@@ -153,7 +184,8 @@ std::string KeyAverages::table(SortBy sort_by, size_t limit) const {
   for (size_t i = 0; i < shown; ++i) {
     const KeyAverage& r = sorted[i];
     const double share = self_sum > 0 ? 100.0 * r.host_self_us / self_sum : 0.0;
-    std::snprintf(line, sizeof line, "%-*s %8lld %10.1fus %6.1f%% %10.1fus %10.2fus %10.1fus %10lld",
+    std::snprintf(line, sizeof line,
+                  "%-*s %8lld %10.1fus %6.1f%% %10.1fus %10.2fus %10.1fus %10lld",
                   static_cast<int>(width), r.name.c_str(), static_cast<long long>(r.calls),
                   r.host_self_us, share, r.host_total_us, r.host_avg_us(), r.device_total_us,
                   static_cast<long long>(r.fallbacks));

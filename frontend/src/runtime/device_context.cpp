@@ -17,8 +17,7 @@ namespace kiln::detail {
 
 std::string consume_status(kiln_status* status) {
   if (!status) return "";
-  std::string message =
-      status->message ? status->message : "(the plugin gave no message)";
+  std::string message = status->message ? status->message : "(the plugin gave no message)";
   if (status->destroy) status->destroy(status);
   return message;
 }
@@ -117,8 +116,8 @@ void DeviceContext::look_up(const char* name, int32_t version, KernelSlot& slot)
   kiln_kernel kernel{};
   kernel.struct_size = sizeof(kiln_kernel);
   const std::string entry = concat("get_kernel(", name, ")");
-  kiln_status* status = call_plugin(api_->name, entry,
-                                    [&] { return api_->get_kernel(handle_, name, version, &kernel); });
+  kiln_status* status = call_plugin(
+      api_->name, entry, [&] { return api_->get_kernel(handle_, name, version, &kernel); });
   arm_exit_guard();  // after what the lookup built (the kit's kernel table)
   if (status) {
     // A lookup error is logged and treated as "not provided": a catalogue op can
@@ -141,7 +140,8 @@ std::shared_ptr<Storage> DeviceContext::allocate(size_t bytes) {
   kiln_buffer* buffer = nullptr;
   void* data = nullptr;
   call("allocate", [&] { return api_->allocate(handle_, bytes, 64, nullptr, &buffer, &data); });
-  if (profiler_active()) [[unlikely]] profiler_allocated(bytes);
+  if (profiler_active()) [[unlikely]]
+    profiler_allocated(bytes);
   try {
     return std::make_shared<Storage>(this, buffer, data, bytes);
   } catch (...) {
@@ -173,14 +173,16 @@ void DeviceContext::copy_peer(void* dst, DeviceContext& from, const void* src, s
   KILN_CHECK(from.plugin_ == plugin_ && plugin_->copy_peer, "copy_peer: ", from.name(), " -> ",
              name_, " is not a peer copy within one plugin that provides it");
   const std::string what = concat("copy_peer from ", from.name());
-  check(call_plugin(api_->name, what,
-                    [&] { return plugin_->copy_peer(handle_, nullptr, dst, from.handle_, src, bytes); }),
+  check(call_plugin(
+            api_->name, what,
+            [&] { return plugin_->copy_peer(handle_, nullptr, dst, from.handle_, src, bytes); }),
         what.c_str());
 }
 
 void DeviceContext::synchronize() {
   call("synchronize", [&] { return api_->stream_synchronize(handle_, nullptr); });
-  if (profiler_active()) [[unlikely]] profiler_synchronized(*this);
+  if (profiler_active()) [[unlikely]]
+    profiler_synchronized(*this);
 }
 
 bool DeviceContext::can_time() const { return plugin_->event_elapsed != nullptr; }

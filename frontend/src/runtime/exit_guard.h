@@ -64,8 +64,7 @@ class PluginCallScope {
       on_process_exiting(*s, may_park);
   }
   ~PluginCallScope() {
-    slot_->depth.store(slot_->depth.load(std::memory_order_relaxed) - 1,
-                       std::memory_order_release);
+    slot_->depth.store(slot_->depth.load(std::memory_order_relaxed) - 1, std::memory_order_release);
   }
   PluginCallScope(const PluginCallScope&) = delete;
   PluginCallScope& operator=(const PluginCallScope&) = delete;

@@ -17,9 +17,7 @@ std::string abi_version() {
 
 std::vector<std::string> plugin_search_path() { return detail::Registry::get().search_path(); }
 
-std::vector<PluginLoadFailure> plugin_load_failures() {
-  return detail::Registry::get().failures();
-}
+std::vector<PluginLoadFailure> plugin_load_failures() { return detail::Registry::get().failures(); }
 
 namespace {
 
@@ -63,7 +61,8 @@ PluginInfo info_of(const detail::Plugin* plugin) {
 
 std::vector<PluginInfo> loaded_plugins() {
   std::vector<PluginInfo> out;
-  for (const detail::Plugin* plugin : detail::Registry::get().plugins()) out.push_back(info_of(plugin));
+  for (const detail::Plugin* plugin : detail::Registry::get().plugins())
+    out.push_back(info_of(plugin));
   return out;
 }
 
@@ -91,8 +90,8 @@ void set_num_threads(int num_threads) {
     if (kiln_status* status = detail::call_plugin(plugin->api->name, "set_num_threads", [&] {
           return api->set_num_threads(plugin->api->context, num_threads);
         }))
-      throw Error(detail::concat("set_num_threads(", num_threads, ") on ", plugin->api->name,
-                                 ": ", detail::consume_status(status)));
+      throw Error(detail::concat("set_num_threads(", num_threads, ") on ", plugin->api->name, ": ",
+                                 detail::consume_status(status)));
   }
 }
 

@@ -16,8 +16,10 @@ int log_level() {
     if (v == "info") return static_cast<int>(KILN_LOG_INFO);
     if (v == "debug") return static_cast<int>(KILN_LOG_DEBUG);
     if (v != "warning")
-      std::fprintf(stderr, "[kiln] warning: KILN_LOG_LEVEL='%s' is not one of "
-                           "error, warning, info, debug; using warning\n", env);
+      std::fprintf(stderr,
+                   "[kiln] warning: KILN_LOG_LEVEL='%s' is not one of "
+                   "error, warning, info, debug; using warning\n",
+                   env);
     return static_cast<int>(KILN_LOG_WARNING);
   }();
   return level;

@@ -9,10 +9,10 @@
 #define BOOST_DLL_USE_STD_FS
 #include <dlfcn.h>
 
+#include <kiln/sdk/elf_symbols.h>
 #include <algorithm>
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
-#include <kiln/sdk/elf_symbols.h>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -73,9 +73,9 @@ std::string default_plugin_folder() {
 // "acme" for .../libkiln_acme.so (the caller has checked the pattern).
 std::string backend_name_of(const fs::path& path) {
   const std::string file = path.filename().string();
-  return file.substr(std::strlen(KILN_PLUGIN_FILE_PREFIX),
-                     file.size() - std::strlen(KILN_PLUGIN_FILE_PREFIX) -
-                         std::strlen(KILN_PLUGIN_FILE_SUFFIX));
+  return file.substr(
+      std::strlen(KILN_PLUGIN_FILE_PREFIX),
+      file.size() - std::strlen(KILN_PLUGIN_FILE_PREFIX) - std::strlen(KILN_PLUGIN_FILE_SUFFIX));
 }
 
 // KILN_PLUGINS, "cpu,acme": the plugins to load (besides cpu, always loaded).
@@ -166,14 +166,15 @@ std::vector<Plugin*> Registry::add_plugins(const std::string& path) {
   std::error_code ec;
   const bool folder = fs::is_directory(path, ec);
   const std::string file = fs::path(path).filename().string();
-  const bool plugin_file = !folder && fs::is_regular_file(path, ec) &&
-                           file.starts_with(KILN_PLUGIN_FILE_PREFIX) &&
-                           file.ends_with(KILN_PLUGIN_FILE_SUFFIX) &&
-                           file.size() > std::strlen(KILN_PLUGIN_FILE_PREFIX KILN_PLUGIN_FILE_SUFFIX);
+  const bool plugin_file =
+      !folder && fs::is_regular_file(path, ec) && file.starts_with(KILN_PLUGIN_FILE_PREFIX) &&
+      file.ends_with(KILN_PLUGIN_FILE_SUFFIX) &&
+      file.size() > std::strlen(KILN_PLUGIN_FILE_PREFIX KILN_PLUGIN_FILE_SUFFIX);
   KILN_CHECK(folder || plugin_file, "load_plugins(\"", path, "\"): ",
-             fs::exists(path, ec) ? "neither a folder nor a plugin file named "
-                                    KILN_PLUGIN_FILE_PREFIX "<name>" KILN_PLUGIN_FILE_SUFFIX
-                                  : "no such file or folder");
+             fs::exists(path, ec)
+                 ? "neither a folder nor a plugin file named " KILN_PLUGIN_FILE_PREFIX
+                   "<name>" KILN_PLUGIN_FILE_SUFFIX
+                 : "no such file or folder");
   std::unique_lock lock(mutex_);
   const size_t before = plugins_.size();
   if (folder) {
@@ -195,8 +196,8 @@ std::vector<Plugin*> Registry::add_plugins(const std::string& path) {
 std::string Registry::load_plugin(const fs::path& path) {
   const std::string expected_name = backend_name_of(path);
   if (Plugin* existing = find(expected_name))
-    return concat("a plugin named '", expected_name, "' is already loaded from ",
-                  existing->path, " (earlier folders take precedence)");
+    return concat("a plugin named '", expected_name, "' is already loaded from ", existing->path,
+                  " (earlier folders take precedence)");
 
   // Never unloaded, even when rejected: a library whose init ran may have started
   // threads or registered handlers that must not vanish under them.
@@ -321,8 +322,8 @@ DeviceContext* Registry::open(Plugin& plugin, int index) {
     if (kiln_status* status = call_plugin(plugin.api->name, "device_open", [&] {
           return plugin.api->device_open(plugin.api->context, index, &handle);
         }))
-      throw Error(concat("opening device ", plugin.api->name, ":", index, " failed: ",
-                         consume_status(status)));
+      throw Error(concat("opening device ", plugin.api->name, ":", index,
+                         " failed: ", consume_status(status)));
     slot = std::make_unique<DeviceContext>(&plugin, index, handle);
     arm_exit_guard();  // after what opening the device built
   }
@@ -334,7 +335,8 @@ DeviceContext* Registry::resolve(const Device& device) {
   Plugin* plugin = find(device.backend());
   if (!plugin) {
     // Found but refused: say so, and why, rather than "not found".
-    const std::string file = concat(KILN_PLUGIN_FILE_PREFIX, device.backend(), KILN_PLUGIN_FILE_SUFFIX);
+    const std::string file =
+        concat(KILN_PLUGIN_FILE_PREFIX, device.backend(), KILN_PLUGIN_FILE_SUFFIX);
     for (const PluginLoadFailure& f : failures_)
       if (fs::path(f.path).filename() == file)
         throw Error(concat("the plugin for '", device.backend(), "' was found at ", f.path,
@@ -357,14 +359,17 @@ DeviceContext* Registry::resolve(const Device& device) {
 
 DeviceContext* Registry::cpu() {
   DeviceContext* cpu = cpu_.load(std::memory_order_acquire);
-  KILN_CHECK(cpu, "the CPU plugin (libkiln_cpu.so) is not loaded, so ops this device lacks "
-                   "cannot fall back to it; loaded plugins: ", describe_loaded());
+  KILN_CHECK(cpu,
+             "the CPU plugin (libkiln_cpu.so) is not loaded, so ops this device lacks "
+             "cannot fall back to it; loaded plugins: ",
+             describe_loaded());
   return cpu;
 }
 
 DeviceContext* Registry::default_context() {
   DeviceContext* d = default_.load(std::memory_order_acquire);
-  if (d) [[likely]] return d;
+  if (d) [[likely]]
+    return d;
   std::lock_guard lock(default_mutex_);
   if ((d = default_.load())) return d;
   const char* env = std::getenv("KILN_BACKEND");

@@ -11,16 +11,16 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/tensor_impl.h"
-#include "runtime/exit_guard.h"
 #include "kiln/c_api.h"
 #include "kiln/device.h"
 #include "kiln/runtime.h"
 #include "ops/op_ids.h"
+#include "runtime/exit_guard.h"
 
 namespace boost::dll {
 class shared_library;
@@ -58,8 +58,8 @@ class DeviceContext {
   /// The kernel for `op`, looked up in the plugin on first use.
   const KernelSlot& kernel(OpId op) {
     KernelSlot& slot = kernels_[static_cast<size_t>(op)];
-    if (slot.state.load(std::memory_order_acquire) == KernelSlot::State::Unresolved)
-      [[unlikely]] resolve(op, slot);
+    if (slot.state.load(std::memory_order_acquire) == KernelSlot::State::Unresolved) [[unlikely]]
+      resolve(op, slot);
     return slot;
   }
   /// The kernel for an op outside the catalogue, by name and version ("acme.fused_gelu"

@@ -9,13 +9,13 @@
 namespace kiln::cpu {
 
 using sdk::dtype_name;
-using sdk::is_float_dtype;
-using sdk::is_int_dtype;
 using sdk::expect_contiguous;
 using sdk::expect_dtype;
 using sdk::expect_same_shape;
 using sdk::expect_shape;
 using sdk::input_dtype;
+using sdk::is_float_dtype;
+using sdk::is_int_dtype;
 using sdk::OpArgs;
 using sdk::output_dtype;
 using sdk::shape_string;

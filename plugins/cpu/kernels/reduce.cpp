@@ -297,8 +297,8 @@ void add_reduce_kernels(KernelList& list) {
                   &supports_catalogue_dtypes<op::amin>, kStridedIn});
   list.push_back({"kiln.argmax", &run_kernel<arg_impl<true>>, &supports_arg, kStridedIn});
   list.push_back({"kiln.argmin", &run_kernel<arg_impl<false>>, &supports_arg, kStridedIn});
-  list.push_back({"kiln.var", &run_kernel<var_impl>, &supports_catalogue_dtypes<op::var>,
-                  kStridedIn});
+  list.push_back(
+      {"kiln.var", &run_kernel<var_impl>, &supports_catalogue_dtypes<op::var>, kStridedIn});
 }
 
 }  // namespace kiln::cpu

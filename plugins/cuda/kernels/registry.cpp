@@ -38,10 +38,9 @@ KernelList build_table() {
 
 KernelTable::KernelTable(KernelList entries) : entries_(std::move(entries)) {
   std::sort(entries_.begin(), entries_.end(), name_less);
-  const auto twice = std::adjacent_find(entries_.begin(), entries_.end(),
-                                        [](const KernelEntry& a, const KernelEntry& b) {
-                                          return std::strcmp(a.name, b.name) == 0;
-                                        });
+  const auto twice = std::adjacent_find(
+      entries_.begin(), entries_.end(),
+      [](const KernelEntry& a, const KernelEntry& b) { return std::strcmp(a.name, b.name) == 0; });
   KILN_SDK_CHECK(twice == entries_.end(), KILN_STATUS_INTERNAL, "two kernels are registered for ",
                  twice->name);
 }

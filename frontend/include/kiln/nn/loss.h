@@ -16,10 +16,12 @@
 
 namespace kiln::nn {
 
-
 /// The options every loss has.
 struct LossOptions {
-  LossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  LossOptions& reduction(Reduction r) {
+    reduction_ = r;
+    return *this;
+  }
   Reduction reduction() const { return reduction_; }
 
  private:
@@ -59,8 +61,14 @@ class L1Loss : public Loss {
 };
 
 struct NLLLossOptions {
-  NLLLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
-  NLLLossOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
+  NLLLossOptions& reduction(Reduction r) {
+    reduction_ = r;
+    return *this;
+  }
+  NLLLossOptions& ignore_index(int64_t i) {
+    ignore_index_ = i;
+    return *this;
+  }
   Reduction reduction() const { return reduction_; }
   int64_t ignore_index() const { return ignore_index_; }
 
@@ -83,9 +91,18 @@ class NLLLoss : public Loss {
 };
 
 struct CrossEntropyLossOptions {
-  CrossEntropyLossOptions& reduction(Reduction r) { reduction_ = r; return *this; }
-  CrossEntropyLossOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
-  CrossEntropyLossOptions& label_smoothing(double e) { label_smoothing_ = e; return *this; }
+  CrossEntropyLossOptions& reduction(Reduction r) {
+    reduction_ = r;
+    return *this;
+  }
+  CrossEntropyLossOptions& ignore_index(int64_t i) {
+    ignore_index_ = i;
+    return *this;
+  }
+  CrossEntropyLossOptions& label_smoothing(double e) {
+    label_smoothing_ = e;
+    return *this;
+  }
   Reduction reduction() const { return reduction_; }
   int64_t ignore_index() const { return ignore_index_; }
   double label_smoothing() const { return label_smoothing_; }
@@ -116,7 +133,8 @@ class CrossEntropyLoss : public Loss {
 /// Input: logits; target: probabilities in [0, 1] of the same shape.
 class BCEWithLogitsLoss : public Loss {
  public:
-  explicit BCEWithLogitsLoss(LossOptions options = {}) : Loss("BCEWithLogitsLoss"), options_(options) {}
+  explicit BCEWithLogitsLoss(LossOptions options = {})
+      : Loss("BCEWithLogitsLoss"), options_(options) {}
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::binary_cross_entropy_with_logits(input, target, options_.reduction());
   }

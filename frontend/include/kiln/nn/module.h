@@ -62,8 +62,8 @@ class Module {
   }
   /// Builds the submodule in place: fc1 = register_module<nn::Linear>("fc1", 784, 128).
   template <typename M, typename... Args>
-    requires std::derived_from<M, Module> && std::constructible_from<M, Args...>
-  std::shared_ptr<M> register_module(const std::string& name, Args&&... args) {
+  requires std::derived_from<M, Module> && std::constructible_from<M, Args...> std::shared_ptr<M>
+  register_module(const std::string& name, Args&&... args) {
     return register_module(name, std::make_shared<M>(std::forward<Args>(args)...));
   }
 

@@ -37,11 +37,26 @@ class Linear : public Module {
 /// Like every options struct: `o.stride(2)` sets and returns the options, `o.stride()`
 /// reads.
 struct Conv2dOptions {
-  Conv2dOptions& stride(Size2 s) { stride_ = s; return *this; }
-  Conv2dOptions& padding(Size2 p) { padding_ = p; return *this; }
-  Conv2dOptions& dilation(Size2 d) { dilation_ = d; return *this; }
-  Conv2dOptions& groups(int64_t g) { groups_ = g; return *this; }
-  Conv2dOptions& bias(bool b) { bias_ = b; return *this; }
+  Conv2dOptions& stride(Size2 s) {
+    stride_ = s;
+    return *this;
+  }
+  Conv2dOptions& padding(Size2 p) {
+    padding_ = p;
+    return *this;
+  }
+  Conv2dOptions& dilation(Size2 d) {
+    dilation_ = d;
+    return *this;
+  }
+  Conv2dOptions& groups(int64_t g) {
+    groups_ = g;
+    return *this;
+  }
+  Conv2dOptions& bias(bool b) {
+    bias_ = b;
+    return *this;
+  }
   Size2 stride() const { return stride_; }
   Size2 padding() const { return padding_; }
   Size2 dilation() const { return dilation_; }
@@ -57,8 +72,7 @@ struct Conv2dOptions {
 /// 2-D convolution; weight [out, in/groups, kH, kW] and bias initialized as PyTorch.
 class Conv2d : public Module {
  public:
-  Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel_size,
-         Conv2dOptions options = {});
+  Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel_size, Conv2dOptions options = {});
   Tensor forward(const Tensor& x) override;
   std::shared_ptr<Module> clone() const override;
   Tensor weight, bias;
@@ -75,10 +89,22 @@ class Conv2d : public Module {
 struct MaxPool2dOptions {
   explicit MaxPool2dOptions(Size2 kernel_size) : kernel_size_(kernel_size) {}
   /// Default: the kernel size.
-  MaxPool2dOptions& stride(Size2 s) { stride_ = s; return *this; }
-  MaxPool2dOptions& padding(Size2 p) { padding_ = p; return *this; }
-  MaxPool2dOptions& dilation(Size2 d) { dilation_ = d; return *this; }
-  MaxPool2dOptions& ceil_mode(bool c) { ceil_mode_ = c; return *this; }
+  MaxPool2dOptions& stride(Size2 s) {
+    stride_ = s;
+    return *this;
+  }
+  MaxPool2dOptions& padding(Size2 p) {
+    padding_ = p;
+    return *this;
+  }
+  MaxPool2dOptions& dilation(Size2 d) {
+    dilation_ = d;
+    return *this;
+  }
+  MaxPool2dOptions& ceil_mode(bool c) {
+    ceil_mode_ = c;
+    return *this;
+  }
   Size2 kernel_size() const { return kernel_size_; }
   std::optional<Size2> stride() const { return stride_; }
   Size2 padding() const { return padding_; }
@@ -111,10 +137,22 @@ class MaxPool2d : public Module {
 struct AvgPool2dOptions {
   explicit AvgPool2dOptions(Size2 kernel_size) : kernel_size_(kernel_size) {}
   /// Default: the kernel size.
-  AvgPool2dOptions& stride(Size2 s) { stride_ = s; return *this; }
-  AvgPool2dOptions& padding(Size2 p) { padding_ = p; return *this; }
-  AvgPool2dOptions& ceil_mode(bool c) { ceil_mode_ = c; return *this; }
-  AvgPool2dOptions& count_include_pad(bool c) { count_include_pad_ = c; return *this; }
+  AvgPool2dOptions& stride(Size2 s) {
+    stride_ = s;
+    return *this;
+  }
+  AvgPool2dOptions& padding(Size2 p) {
+    padding_ = p;
+    return *this;
+  }
+  AvgPool2dOptions& ceil_mode(bool c) {
+    ceil_mode_ = c;
+    return *this;
+  }
+  AvgPool2dOptions& count_include_pad(bool c) {
+    count_include_pad_ = c;
+    return *this;
+  }
   Size2 kernel_size() const { return kernel_size_; }
   std::optional<Size2> stride() const { return stride_; }
   Size2 padding() const { return padding_; }
@@ -157,10 +195,22 @@ class AdaptiveAvgPool2d : public Module {
 /// BatchNorm1d(64), or BatchNorm2d(BatchNormOptions(64).eps(1e-3).momentum(0.01)).
 struct BatchNormOptions {
   explicit BatchNormOptions(int64_t num_features) : num_features_(num_features) {}
-  BatchNormOptions& eps(double v) { eps_ = v; return *this; }
-  BatchNormOptions& momentum(double v) { momentum_ = v; return *this; }
-  BatchNormOptions& affine(bool v) { affine_ = v; return *this; }
-  BatchNormOptions& track_running_stats(bool v) { track_running_stats_ = v; return *this; }
+  BatchNormOptions& eps(double v) {
+    eps_ = v;
+    return *this;
+  }
+  BatchNormOptions& momentum(double v) {
+    momentum_ = v;
+    return *this;
+  }
+  BatchNormOptions& affine(bool v) {
+    affine_ = v;
+    return *this;
+  }
+  BatchNormOptions& track_running_stats(bool v) {
+    track_running_stats_ = v;
+    return *this;
+  }
   int64_t num_features() const { return num_features_; }
   double eps() const { return eps_; }
   double momentum() const { return momentum_; }
@@ -219,8 +269,14 @@ class BatchNorm2d : public BatchNorm {
 struct LayerNormOptions {
   explicit LayerNormOptions(std::vector<int64_t> normalized_shape)
       : normalized_shape_(std::move(normalized_shape)) {}
-  LayerNormOptions& eps(double v) { eps_ = v; return *this; }
-  LayerNormOptions& elementwise_affine(bool v) { elementwise_affine_ = v; return *this; }
+  LayerNormOptions& eps(double v) {
+    eps_ = v;
+    return *this;
+  }
+  LayerNormOptions& elementwise_affine(bool v) {
+    elementwise_affine_ = v;
+    return *this;
+  }
   const std::vector<int64_t>& normalized_shape() const { return normalized_shape_; }
   double eps() const { return eps_; }
   bool elementwise_affine() const { return elementwise_affine_; }
@@ -294,7 +350,8 @@ class ReLU : public Module {
 };
 class GELU : public Module {
  public:
-  explicit GELU(std::string approximate = "none") : Module("GELU"), approximate_(std::move(approximate)) {}
+  explicit GELU(std::string approximate = "none")
+      : Module("GELU"), approximate_(std::move(approximate)) {}
   Tensor forward(const Tensor& x) override { return x.gelu(approximate_); }
   std::shared_ptr<Module> clone() const override { return std::make_shared<GELU>(approximate_); }
 
@@ -322,8 +379,8 @@ class Sequential : public Module {
   void push_back(std::shared_ptr<Module> module);
   /// Builds a module in place and appends it: push_back<nn::Linear>(784, 128).
   template <typename M, typename... Args>
-    requires std::derived_from<M, Module> && std::constructible_from<M, Args...>
-  std::shared_ptr<M> push_back(Args&&... args) {
+  requires std::derived_from<M, Module> && std::constructible_from<M, Args...> std::shared_ptr<M>
+  push_back(Args&&... args) {
     auto module = std::make_shared<M>(std::forward<Args>(args)...);
     push_back(std::shared_ptr<Module>(module));
     return module;

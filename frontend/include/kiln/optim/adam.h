@@ -18,10 +18,22 @@ namespace kiln::optim {
 struct AdamOptions : OptimizerOptions {
   explicit AdamOptions(double lr = 1e-3) : OptimizerOptions(lr) {}
   using OptimizerOptions::lr;
-  AdamOptions& lr(double v) { lr_ = v; return *this; }
-  AdamOptions& betas(std::pair<double, double> b) { betas_ = b; return *this; }
-  AdamOptions& eps(double v) { eps_ = v; return *this; }
-  AdamOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
+  AdamOptions& lr(double v) {
+    lr_ = v;
+    return *this;
+  }
+  AdamOptions& betas(std::pair<double, double> b) {
+    betas_ = b;
+    return *this;
+  }
+  AdamOptions& eps(double v) {
+    eps_ = v;
+    return *this;
+  }
+  AdamOptions& weight_decay(double v) {
+    weight_decay_ = v;
+    return *this;
+  }
   std::pair<double, double> betas() const { return betas_; }
   double eps() const { return eps_; }
   double weight_decay() const { return weight_decay_; }
@@ -41,10 +53,22 @@ struct AdamWOptions : AdamOptions {
   using AdamOptions::eps;
   using AdamOptions::lr;
   using AdamOptions::weight_decay;
-  AdamWOptions& lr(double v) { lr_ = v; return *this; }
-  AdamWOptions& betas(std::pair<double, double> b) { betas_ = b; return *this; }
-  AdamWOptions& eps(double v) { eps_ = v; return *this; }
-  AdamWOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
+  AdamWOptions& lr(double v) {
+    lr_ = v;
+    return *this;
+  }
+  AdamWOptions& betas(std::pair<double, double> b) {
+    betas_ = b;
+    return *this;
+  }
+  AdamWOptions& eps(double v) {
+    eps_ = v;
+    return *this;
+  }
+  AdamWOptions& weight_decay(double v) {
+    weight_decay_ = v;
+    return *this;
+  }
   std::unique_ptr<OptimizerOptions> clone() const override {
     return std::make_unique<AdamWOptions>(*this);
   }
@@ -57,8 +81,8 @@ class Adam : public Optimizer {
   void step() override;
 
  protected:
-  Adam(std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults,
-       const char* name, bool decoupled);
+  Adam(std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults, const char* name,
+       bool decoupled);
 
  private:
   bool decoupled_ = false;

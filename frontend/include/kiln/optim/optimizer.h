@@ -34,7 +34,10 @@ struct OptimizerOptions {
   virtual ~OptimizerOptions() = default;
   virtual std::unique_ptr<OptimizerOptions> clone() const = 0;
   double lr() const { return lr_; }
-  OptimizerOptions& lr(double v) { lr_ = v; return *this; }
+  OptimizerOptions& lr(double v) {
+    lr_ = v;
+    return *this;
+  }
 
  protected:
   double lr_;

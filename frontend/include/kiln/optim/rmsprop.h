@@ -16,12 +16,30 @@ namespace kiln::optim {
 struct RMSpropOptions : OptimizerOptions {
   explicit RMSpropOptions(double lr = 1e-2) : OptimizerOptions(lr) {}
   using OptimizerOptions::lr;
-  RMSpropOptions& lr(double v) { lr_ = v; return *this; }
-  RMSpropOptions& alpha(double v) { alpha_ = v; return *this; }
-  RMSpropOptions& eps(double v) { eps_ = v; return *this; }
-  RMSpropOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
-  RMSpropOptions& momentum(double v) { momentum_ = v; return *this; }
-  RMSpropOptions& centered(bool v) { centered_ = v; return *this; }
+  RMSpropOptions& lr(double v) {
+    lr_ = v;
+    return *this;
+  }
+  RMSpropOptions& alpha(double v) {
+    alpha_ = v;
+    return *this;
+  }
+  RMSpropOptions& eps(double v) {
+    eps_ = v;
+    return *this;
+  }
+  RMSpropOptions& weight_decay(double v) {
+    weight_decay_ = v;
+    return *this;
+  }
+  RMSpropOptions& momentum(double v) {
+    momentum_ = v;
+    return *this;
+  }
+  RMSpropOptions& centered(bool v) {
+    centered_ = v;
+    return *this;
+  }
   double alpha() const { return alpha_; }
   double eps() const { return eps_; }
   double weight_decay() const { return weight_decay_; }

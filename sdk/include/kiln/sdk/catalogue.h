@@ -23,14 +23,14 @@ namespace kiln::sdk {
 
 /// One catalogue op, as api/ops.json describes it (see kiln/op_catalogue.h).
 struct CatalogueOp {
-  const char* name;        ///< "kiln.add"
+  const char* name;  ///< "kiln.add"
   int32_t version;
-  uint32_t dtypes;         ///< KILN_DTYPES_* mask for the deciding operand
-  bool dtype_of_output;    ///< the deciding operand is an output (else an input)
-  int32_t dtype_operand;   ///< its index
-  bool one_dtype;          ///< every other operand has its dtype
-  uint32_t kernel_flags;   ///< the KILN_KERNEL_* layout flags a kernel may set
-  bool differentiable;     ///< the frontend records a gradient for it
+  uint32_t dtypes;        ///< KILN_DTYPES_* mask for the deciding operand
+  bool dtype_of_output;   ///< the deciding operand is an output (else an input)
+  int32_t dtype_operand;  ///< its index
+  bool one_dtype;         ///< every other operand has its dtype
+  uint32_t kernel_flags;  ///< the KILN_KERNEL_* layout flags a kernel may set
+  bool differentiable;    ///< the frontend records a gradient for it
   int32_t num_inputs;
   int32_t num_outputs;
 };
@@ -47,9 +47,9 @@ constexpr bool is_int_dtype(int32_t dtype) noexcept {
 
 namespace catalogue {
 #define KILN_SDK_CATALOGUE_ENTRY(op, version, dtypes, of_output, operand, one, flags, grad, \
-                                 inputs, outputs)                                            \
-  inline constexpr CatalogueOp op{"kiln." #op, version, dtypes, of_output != 0, operand,     \
-                                  one != 0, flags, grad != 0, inputs, outputs};
+                                 inputs, outputs)                                           \
+  inline constexpr CatalogueOp op{"kiln." #op, version, dtypes,    of_output != 0, operand, \
+                                  one != 0,    flags,   grad != 0, inputs,         outputs};
 KILN_OP_CATALOGUE(KILN_SDK_CATALOGUE_ENTRY)
 #undef KILN_SDK_CATALOGUE_ENTRY
 
@@ -71,8 +71,9 @@ inline const CatalogueOp* find_catalogue_op(const char* name) noexcept {
 /// op's class and, for a one-dtype op, every operand has that dtype. Never throws.
 inline bool catalogue_dtypes_ok(const CatalogueOp& op, const kiln_op_args* args) noexcept {
   if (args == nullptr) return false;
-  const kiln_dtype d = op.dtype_of_output ? output_dtype(args, static_cast<size_t>(op.dtype_operand))
-                                          : input_dtype(args, static_cast<size_t>(op.dtype_operand));
+  const kiln_dtype d = op.dtype_of_output
+                           ? output_dtype(args, static_cast<size_t>(op.dtype_operand))
+                           : input_dtype(args, static_cast<size_t>(op.dtype_operand));
   if (!dtype_in(op.dtypes, d)) return false;
   if (!op.one_dtype) return true;
   for (size_t i = 0; i < args->num_inputs; ++i)

@@ -24,11 +24,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
-#include <string>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -49,8 +49,7 @@ struct KernelEntry {
 
 using KernelList = std::vector<KernelEntry>;
 
-inline constexpr uint32_t kStridedInOut =
-    KILN_KERNEL_STRIDED_INPUTS | KILN_KERNEL_STRIDED_OUTPUTS;
+inline constexpr uint32_t kStridedInOut = KILN_KERNEL_STRIDED_INPUTS | KILN_KERNEL_STRIDED_OUTPUTS;
 
 template <void (*Impl)(const OpArgs&)>
 kiln_status* run_kernel(void* context, const kiln_op_args* args) noexcept {

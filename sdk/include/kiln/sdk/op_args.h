@@ -205,9 +205,8 @@ class OpArgs {
 /// Checks that `t` has the same shape as `reference` (elementwise operands).
 inline void expect_same_shape(const Tensor& t, const Tensor& reference, const char* name) {
   if (t.same_shape(reference)) return;
-  throw Error(
-      KILN_STATUS_INVALID_ARGUMENT,
-      str_cat(name, " has shape ", shape_string(t), ", expected ", shape_string(reference)));
+  throw Error(KILN_STATUS_INVALID_ARGUMENT, str_cat(name, " has shape ", shape_string(t),
+                                                    ", expected ", shape_string(reference)));
 }
 
 /// Throws INVALID_ARGUMENT unless `t` is contiguous row-major (ops without stride
@@ -229,7 +228,7 @@ inline void expect_shape(const Tensor& t, std::initializer_list<int64_t> shape, 
   }
   want += ']';
   throw Error(KILN_STATUS_INVALID_ARGUMENT,
-                   str_cat(name, " has shape ", shape_string(t), ", expected ", want));
+              str_cat(name, " has shape ", shape_string(t), ", expected ", want));
 }
 
 /// Throws INVALID_ARGUMENT unless `t` has dtype `dtype`.
@@ -241,7 +240,7 @@ inline void expect_dtype(const Tensor& t, kiln_dtype dtype, const char* name) {
 /// The error kernels throw for a dtype their `supports` rejects.
 [[noreturn]] inline void unsupported_dtype(kiln_dtype dtype) {
   throw Error(KILN_STATUS_UNSUPPORTED,
-                   str_cat(dtype_name(dtype), " is not supported by this kernel"));
+              str_cat(dtype_name(dtype), " is not supported by this kernel"));
 }
 
 }  // namespace kiln::sdk

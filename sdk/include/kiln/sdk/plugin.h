@@ -56,10 +56,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -119,8 +119,7 @@ class Device {
   /// Copies `bytes` contiguous bytes (never 0: the kit answers those itself), in
   /// order on `stream`. Host memory is pageable: when this returns, a host source
   /// may be reused and a host destination must hold the data.
-  virtual void copy(CopyKind kind, void* dst, const void* src, size_t bytes,
-                    Stream* stream) = 0;
+  virtual void copy(CopyKind kind, void* dst, const void* src, size_t bytes, Stream* stream) = 0;
 
   // -- description (optional) -------------------------------------------------------
 
@@ -159,8 +158,7 @@ class Device {
   /// default is right for a synchronous device: the host time between the two
   /// event_record calls. An asynchronous device overrides it with its own timer.
   virtual double elapsed_ms(Event& start, Event& end) {
-    return std::chrono::duration<double, std::milli>(end.host_recorded_at -
-                                                     start.host_recorded_at)
+    return std::chrono::duration<double, std::milli>(end.host_recorded_at - start.host_recorded_at)
         .count();
   }
 
@@ -261,12 +259,12 @@ S* stream_from_handle(kiln_stream* handle) {
 /// @code
 ///   KILN_SDK_PLUGIN(acme::Backend, "acme", "1.2.0")
 /// @endcode
-#define KILN_SDK_PLUGIN(BackendClass, name, version)                                        \
-  static_assert(::kiln::sdk::detail::valid_backend_name(name),                              \
+#define KILN_SDK_PLUGIN(BackendClass, name, version)                                         \
+  static_assert(::kiln::sdk::detail::valid_backend_name(name),                               \
                 "KILN_SDK_PLUGIN: the backend name must match [a-z0-9_]+");                  \
-  extern "C" KILN_PLUGIN_EXPORT kiln_status* kiln_plugin_init(const kiln_host_api* host,    \
+  extern "C" KILN_PLUGIN_EXPORT kiln_status* kiln_plugin_init(const kiln_host_api* host,     \
                                                               const kiln_plugin_api** api) { \
-    return ::kiln::sdk::detail::plugin_init<BackendClass>(host, api, name, version);        \
+    return ::kiln::sdk::detail::plugin_init<BackendClass>(host, api, name, version);         \
   }
 
 #endif  // KILN_SDK_PLUGIN_H

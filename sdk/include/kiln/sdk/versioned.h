@@ -37,8 +37,8 @@ inline void check_host_abi(const kiln_host_api* host, const kiln_plugin_api* con
   const size_t version_end = offsetof(kiln_host_api, abi_minor) + sizeof(host->abi_minor);
   KILN_SDK_CHECK(host->struct_size >= version_end, KILN_STATUS_ABI_MISMATCH,
                  "kiln_host_api.struct_size ", host->struct_size,
-                 " is too small to hold the ABI version; ", plugin, " speaks ABI ",
-                 KILN_ABI_MAJOR, ".", KILN_ABI_MINOR);
+                 " is too small to hold the ABI version; ", plugin, " speaks ABI ", KILN_ABI_MAJOR,
+                 ".", KILN_ABI_MINOR);
   KILN_SDK_CHECK(host->abi_major == KILN_ABI_MAJOR, KILN_STATUS_ABI_MISMATCH,
                  "ABI major version mismatch: the host speaks ABI ", host->abi_major, ".",
                  host->abi_minor, ", ", plugin, " speaks ABI ", KILN_ABI_MAJOR, ".",

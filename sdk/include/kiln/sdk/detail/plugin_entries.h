@@ -85,16 +85,14 @@ inline kiln_status* allocate(kiln_device* device, size_t bytes, size_t alignment
     KILN_SDK_CHECK(buffer != nullptr && data != nullptr, KILN_STATUS_INVALID_ARGUMENT,
                    "null output pointer");
     KILN_SDK_CHECK(alignment != 0 && (alignment & (alignment - 1)) == 0,
-                   KILN_STATUS_INVALID_ARGUMENT, "alignment ", alignment,
-                   " is not a power of two");
+                   KILN_STATUS_INVALID_ARGUMENT, "alignment ", alignment, " is not a power of two");
     Stream* s = stream_of(slot, stream);
     auto record = std::make_unique<BufferRecord>(BufferRecord{nullptr, bytes});
     record->data = slot.device->allocate(bytes, alignment, s);
     if (record->data == nullptr) {
       std::lock_guard lock(slot.mutex);
-      throw Error(KILN_STATUS_OUT_OF_MEMORY,
-                  str_cat("out of memory: requested ", bytes, " bytes; ", slot.bytes_in_use,
-                          " bytes in use"));
+      throw Error(KILN_STATUS_OUT_OF_MEMORY, str_cat("out of memory: requested ", bytes, " bytes; ",
+                                                     slot.bytes_in_use, " bytes in use"));
     }
     if (reinterpret_cast<uintptr_t>(record->data) % alignment != 0) {
       slot.device->deallocate(record->data, s);
@@ -125,8 +123,8 @@ inline kiln_status* deallocate(kiln_device* device, kiln_buffer* buffer, kiln_st
     {
       std::lock_guard lock(slot.mutex);
       KILN_SDK_CHECK(slot.buffers.erase(record) == 1, KILN_STATUS_INVALID_ARGUMENT,
-                     "unknown buffer handle ", static_cast<void*>(buffer),
-                     " (never allocated on ", slot.label, ", or already freed)");
+                     "unknown buffer handle ", static_cast<void*>(buffer), " (never allocated on ",
+                     slot.label, ", or already freed)");
       slot.bytes_in_use -= record->bytes;
     }
     std::unique_ptr<BufferRecord> owned(record);
@@ -196,8 +194,8 @@ inline kiln_status* stream_destroy(kiln_device* device, kiln_stream* stream) {
     {
       std::lock_guard lock(slot.mutex);
       KILN_SDK_CHECK(slot.streams.erase(stream) == 1, KILN_STATUS_INVALID_ARGUMENT,
-                     "unknown stream handle ", static_cast<void*>(stream),
-                     " (never created on ", slot.label, ", or already destroyed)");
+                     "unknown stream handle ", static_cast<void*>(stream), " (never created on ",
+                     slot.label, ", or already destroyed)");
     }
     std::unique_ptr<Stream> owned(reinterpret_cast<Stream*>(stream));
     slot.device->destroy_stream(*owned);
@@ -263,8 +261,7 @@ inline kiln_status* event_elapsed(kiln_device* device, kiln_event* start, kiln_e
   });
 }
 
-inline kiln_status* stream_wait_event(kiln_device* device, kiln_stream* stream,
-                                      kiln_event* event) {
+inline kiln_status* stream_wait_event(kiln_device* device, kiln_stream* stream, kiln_event* event) {
   return boundary("stream_wait_event", device, [&] {
     DeviceSlot& slot = slot_of(device);
     slot.device->wait_event(stream_of(slot, stream), event_of(slot, event));
@@ -361,8 +358,8 @@ inline void fill_table(PluginState& s) {
 /// The body of kiln_plugin_init for backend B (see KILN_SDK_PLUGIN). Idempotent: a
 /// second call returns the same table.
 template <class B>
-kiln_status* plugin_init(const kiln_host_api* host, const kiln_plugin_api** api,
-                         const char* name, const char* version) noexcept {
+kiln_status* plugin_init(const kiln_host_api* host, const kiln_plugin_api** api, const char* name,
+                         const char* version) noexcept {
   static std::mutex init_mutex;
   return guard(name, [&] {
     check_host_abi(host, api, "the plugin");

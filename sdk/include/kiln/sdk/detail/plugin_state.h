@@ -88,20 +88,18 @@ kiln_status* boundary(const char* function, kiln_device* device, Fn&& fn) noexce
   }
 }
 
-
 inline void check_size_prefix(size_t struct_size, const char* what) {
   KILN_SDK_CHECK(struct_size >= sizeof(size_t), KILN_STATUS_INVALID_ARGUMENT, what,
                  ".struct_size is ", struct_size, ", too small for any field");
 }
 
 template <class Handle>
-Handle* checked_handle(DeviceSlot& slot, const std::unordered_set<const void*>& live,
-                       void* handle, const char* what) {
+Handle* checked_handle(DeviceSlot& slot, const std::unordered_set<const void*>& live, void* handle,
+                       const char* what) {
   if (handle == nullptr) return nullptr;
   std::lock_guard lock(slot.mutex);
   KILN_SDK_CHECK(live.count(handle) != 0, KILN_STATUS_INVALID_ARGUMENT, "unknown ", what,
-                 " handle ", handle, " (never created on ", slot.label,
-                 ", or already destroyed)");
+                 " handle ", handle, " (never created on ", slot.label, ", or already destroyed)");
   return static_cast<Handle*>(handle);
 }
 

@@ -13,6 +13,7 @@ packages=(
   libopenmpi-dev openmpi-bin  # many processes: Kiln::mpi, mpirun (tests run it on loopback)
   libdlpack-dev            # kiln/dlpack.h: zero-copy exchange with NumPy, PyTorch, CuPy
   clang-14 libclang-rt-14-dev  # the libFuzzer targets (tests/fuzz, scripts/fuzz.sh)
+  clang-format-14          # the house style, checked by the CTest style.clang_format
   gnuplot-nox              # kiln-bench compare's chart (optional: skipped, and said, without it)
 )
 

@@ -12,6 +12,14 @@
 
 namespace kiln::conformance {
 
-void run_op_suite(const OpSuite& suite, const Device& device, Reporter& reporter);
+struct RunOptions {
+  /// Also compare the cases the device did not run itself (the CPU plugin ran them
+  /// through the frontend's fallback): Kiln's own op suite checks the fallback path
+  /// this way. A certification leaves it off: a fallback is not the plugin's result.
+  bool compare_fallback = false;
+};
+
+void run_op_suite(const OpSuite& suite, const Device& device, Reporter& reporter,
+                  const RunOptions& options = {});
 
 }  // namespace kiln::conformance

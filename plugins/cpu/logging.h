@@ -1,7 +1,6 @@
-// logging.h — the plugin's one route to Kiln's log: the host's callback.
-//
-// The host hands a `log` function to kiln_plugin_init; until then (or if it passed
-// none) messages are dropped. Callable from any thread.
+// logging.h — the cpu plugin's one route to Kiln's log: the host's callback
+// (kiln/sdk/host_log.h). Until kiln_plugin_init hands one over, messages are dropped.
+// Callable from any thread.
 #ifndef KILN_CPU_LOGGING_H
 #define KILN_CPU_LOGGING_H
 
@@ -11,8 +10,8 @@
 
 namespace kiln::cpu {
 
-/// Remembers the host's log callback and level (nullptr: stop logging).
-void set_log_sink(void (*log)(int32_t, const char*, const char*), int32_t level);
+/// Takes the log callback and level of kiln_plugin_init's host (sdk::HostLog::attach).
+void attach_log(const kiln_host_api* host);
 
 /// Writes one line through the host's callback if `level` is enabled.
 void log(kiln_log_level level, const std::string& message);

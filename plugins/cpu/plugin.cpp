@@ -171,9 +171,7 @@ const kiln_plugin_api kApi = {
 
 kiln_status* init(const kiln_host_api* host, const kiln_plugin_api** api) {
   sdk::check_host_abi(host, api, "the cpu plugin");
-  if (sdk::host_has_log(host)) {
-    set_log_sink(host->log, host->log_level);
-  }
+  attach_log(host);
   const PluginState& state = init_plugin_state();
   log(KILN_LOG_DEBUG, std::string("initialized: ") + state.description);
   *api = &kApi;

@@ -1,7 +1,6 @@
-// logging.h — the CUDA plugin's one route to Kiln's log: the host's callback.
-//
-// The host hands a `log` function to kiln_plugin_init; until then (or if it passed
-// none) messages are dropped. Callable from any thread.
+// logging.h — the cuda plugin's one route to Kiln's log: the host's callback
+// (kiln/sdk/host_log.h). Until kiln_plugin_init hands one over, messages are dropped.
+// Callable from any thread.
 #ifndef KILN_CUDA_LOGGING_H
 #define KILN_CUDA_LOGGING_H
 
@@ -11,10 +10,8 @@
 
 namespace kiln::cuda {
 
-/// Remembers the host's log callback and level. A NULL callback keeps the one already
-/// set: a second kiln_plugin_init (a test reaching the debug extension) must not
-/// silence the loader's log.
-void set_log_sink(void (*log)(int32_t, const char*, const char*), int32_t level);
+/// Takes the log callback and level of kiln_plugin_init's host (sdk::HostLog::attach).
+void attach_log(const kiln_host_api* host);
 
 /// Writes one line through the host's callback if `level` is enabled.
 void log(kiln_log_level level, const std::string& message);

@@ -192,9 +192,7 @@ const kiln_plugin_api kApi = {
 
 kiln_status* init(const kiln_host_api* host, const kiln_plugin_api** api) {
   sdk::check_host_abi(host, api, "the cuda plugin");
-  if (sdk::host_has_log(host)) {
-    set_log_sink(host->log, host->log_level);
-  }
+  attach_log(host);
   // Built now so that a broken table (two kernels for one op) fails the load with a
   // message instead of surfacing as a wrong kernel later.
   kernel_table();

@@ -13,6 +13,8 @@
 #include <emmintrin.h>
 #endif
 
+#include "kiln/sdk/pooling.h"
+
 #include "elementwise.h"
 #include "registry.h"
 
@@ -20,36 +22,10 @@ namespace kiln::cpu {
 
 namespace {
 
-struct Window {  // per-axis pooling parameters
-  int64_t kernel, stride, pad, dilation;
-};
-
-struct PoolShape {
-  int64_t planes, h, w, ho, wo;
-};
-
-// Checks x/y (or grad_x/grad_y) and returns the plane geometry.
-PoolShape pool_shape(const Tensor& x, const Tensor& y) {
-  KILN_SDK_CHECK_ARG(x.ndim == 4 && y.ndim == 4, "expected 4-D [N, C, H, W] operands, got ",
-                     shape_string(x), " and ", shape_string(y));
-  KILN_SDK_CHECK_ARG(x.shape[0] == y.shape[0] && x.shape[1] == y.shape[1], "batch/channel dims of ",
-                     shape_string(x), " and ", shape_string(y), " differ");
-  expect_contiguous(x, "x");
-  expect_contiguous(y, "y");
-  return {x.shape[0] * x.shape[1], x.shape[2], x.shape[3], y.shape[2], y.shape[3]};
-}
-
-void window_attrs(const OpArgs& args, bool with_dilation, Window& wh, Window& ww) {
-  const int64_t* k = args.attr_ints("kernel_size", 2);
-  const int64_t* s = args.attr_ints("stride", 2);
-  const int64_t* p = args.attr_ints("padding", 2);
-  const int64_t* d = with_dilation ? args.attr_ints("dilation", 2) : nullptr;
-  wh = {k[0], s[0], p[0], d ? d[0] : 1};
-  ww = {k[1], s[1], p[1], d ? d[1] : 1};
-  KILN_SDK_CHECK_ARG(wh.kernel > 0 && ww.kernel > 0 && wh.stride > 0 && ww.stride > 0 &&
-                         wh.dilation > 0 && ww.dilation > 0 && wh.pad >= 0 && ww.pad >= 0,
-                     "kernel_size, stride and dilation must be positive, padding non-negative");
-}
+// The operand and attribute checks every plugin shares (kiln/sdk/pooling.h).
+using Window = sdk::PoolWindow;
+using sdk::pool_shape;
+using sdk::PoolShape;
 
 // Runs fn(plane) for every (n, c) plane in parallel.
 template <class Fn>
@@ -223,7 +199,7 @@ bool max_pool_2x2_backward_plane(const T* g, const int64_t* idx, T* out, const P
 void max_pool2d_impl(const OpArgs& args) {
   args.expect_counts(1, 2);
   Window wh, ww;
-  window_attrs(args, true, wh, ww);
+  sdk::pool_window_attrs(args, true, wh, ww);
   const Tensor x = args.input(0), y = args.output(0), indices = args.output(1);
   const PoolShape s = pool_shape(x, y);
   expect_dtype(y, x.dtype, "y");
@@ -277,7 +253,7 @@ void max_pool2d_backward_impl(const OpArgs& args) {
   expect_dtype(indices, KILN_DTYPE_INT64, "indices");
   KILN_SDK_CHECK_ARG(grad_y.same_shape(indices), "indices must have grad_y's shape");
   Window wh, ww;
-  window_attrs(args, true, wh, ww);
+  sdk::pool_window_attrs(args, true, wh, ww);
   const bool fast = is_pool_2x2(wh, ww, s);
   const int64_t plane_size = s.h * s.w;
   dispatch_pool(grad_y.dtype, [&](auto tag) {
@@ -331,7 +307,7 @@ AvgWindow avg_window(int64_t oh, int64_t ow, const Window& wh, const Window& ww,
 void avg_pool2d_impl(const OpArgs& args) {
   args.expect_counts(1, 1);
   Window wh, ww;
-  window_attrs(args, false, wh, ww);
+  sdk::pool_window_attrs(args, false, wh, ww);
   const bool count_include_pad = args.attr_int("count_include_pad") != 0;
   args.attr_int("ceil_mode");  // the output shape already reflects it
   const Tensor x = args.input(0), y = args.output(0);
@@ -362,7 +338,7 @@ void avg_pool2d_impl(const OpArgs& args) {
 void avg_pool2d_backward_impl(const OpArgs& args) {
   args.expect_counts(1, 1);
   Window wh, ww;
-  window_attrs(args, false, wh, ww);
+  sdk::pool_window_attrs(args, false, wh, ww);
   const bool count_include_pad = args.attr_int("count_include_pad") != 0;
   args.attr_int("ceil_mode");
   const Tensor grad_y = args.input(0), grad_x = args.output(0);

@@ -18,6 +18,7 @@
 #include <cmath>
 
 #include "dnn_util.cuh"
+#include "kiln/sdk/pooling.h"
 
 namespace kiln::cuda {
 
@@ -25,36 +26,10 @@ namespace {
 
 using namespace dnn;
 
-struct Window {  // per-axis pooling parameters
-  int64_t kernel, stride, pad, dilation;
-};
-
-struct PoolShape {
-  int64_t planes, h, w, ho, wo;
-};
-
-// Checks x/y (or grad_x/grad_y) and returns the plane geometry.
-PoolShape pool_shape(const Tensor& x, const Tensor& y) {
-  KILN_SDK_CHECK_ARG(x.ndim == 4 && y.ndim == 4, "expected 4-D [N, C, H, W] operands, got ",
-                     sdk::shape_string(x), " and ", sdk::shape_string(y));
-  KILN_SDK_CHECK_ARG(x.shape[0] == y.shape[0] && x.shape[1] == y.shape[1], "batch/channel dims of ",
-                     sdk::shape_string(x), " and ", sdk::shape_string(y), " differ");
-  sdk::expect_contiguous(x, "x");
-  sdk::expect_contiguous(y, "y");
-  return {x.shape[0] * x.shape[1], x.shape[2], x.shape[3], y.shape[2], y.shape[3]};
-}
-
-void window_attrs(const OpArgs& args, bool with_dilation, Window& wh, Window& ww) {
-  const int64_t* k = args.attr_ints("kernel_size", 2);
-  const int64_t* s = args.attr_ints("stride", 2);
-  const int64_t* p = args.attr_ints("padding", 2);
-  const int64_t* d = with_dilation ? args.attr_ints("dilation", 2) : nullptr;
-  wh = {k[0], s[0], p[0], d ? d[0] : 1};
-  ww = {k[1], s[1], p[1], d ? d[1] : 1};
-  KILN_SDK_CHECK_ARG(wh.kernel > 0 && ww.kernel > 0 && wh.stride > 0 && ww.stride > 0 &&
-                         wh.dilation > 0 && ww.dilation > 0 && wh.pad >= 0 && ww.pad >= 0,
-                     "kernel_size, stride and dilation must be positive, padding non-negative");
-}
+// The operand and attribute checks every plugin shares (kiln/sdk/pooling.h).
+using Window = sdk::PoolWindow;
+using sdk::pool_shape;
+using sdk::PoolShape;
 
 template <class F>
 void dispatch_pool(kiln_dtype dtype, F&& fn) {
@@ -155,7 +130,7 @@ __global__ void max_pool_kernel(const T* __restrict__ x, T* __restrict__ y,
 void max_pool2d_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(1, 2);
   Window wh, ww;
-  window_attrs(args, true, wh, ww);
+  sdk::pool_window_attrs(args, true, wh, ww);
   args.attr_int("ceil_mode");  // the output shape already reflects it
   const Tensor x = args.input(0), y = args.output(0), indices = args.output(1);
   const PoolShape s = pool_shape(x, y);
@@ -235,7 +210,7 @@ __global__ void max_pool_backward_kernel(const T* __restrict__ grad_y,
 void max_pool2d_backward_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(2, 1);
   Window wh, ww;
-  window_attrs(args, true, wh, ww);
+  sdk::pool_window_attrs(args, true, wh, ww);
   args.attr_int("ceil_mode");
   const Tensor grad_y = args.input(0), indices = args.input(1), grad_x = args.output(0);
   const PoolShape s = pool_shape(grad_x, grad_y);
@@ -330,7 +305,7 @@ __global__ void avg_pool_backward_kernel(const T* __restrict__ grad_y, T* __rest
 void avg_pool2d_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(1, 1);
   Window wh, ww;
-  window_attrs(args, false, wh, ww);
+  sdk::pool_window_attrs(args, false, wh, ww);
   const bool count_include_pad = args.attr_int("count_include_pad") != 0;
   args.attr_int("ceil_mode");  // the output shape already reflects it
   const Tensor x = args.input(0), y = args.output(0);
@@ -352,7 +327,7 @@ void avg_pool2d_impl(const OpArgs& args, const Launch& l) {
 void avg_pool2d_backward_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(1, 1);
   Window wh, ww;
-  window_attrs(args, false, wh, ww);
+  sdk::pool_window_attrs(args, false, wh, ww);
   const bool count_include_pad = args.attr_int("count_include_pad") != 0;
   args.attr_int("ceil_mode");
   const Tensor grad_y = args.input(0), grad_x = args.output(0);

@@ -1,0 +1,54 @@
+// kiln/sdk/pooling.h — the operand and attribute checks of the catalogue's 2-D
+// pooling ops (kiln.max_pool2d, kiln.avg_pool2d and their gradients), written once for
+// every plugin. The kernels keep their own loops; what they compute over is checked
+// here the same way everywhere, with the same messages.
+#ifndef KILN_SDK_POOLING_H
+#define KILN_SDK_POOLING_H
+
+#include <cstdint>
+
+#include "kiln/sdk/op_args.h"
+
+namespace kiln::sdk {
+
+/// One axis of a pooling window (a plain aggregate: device code may take it by value).
+struct PoolWindow {
+  int64_t kernel, stride, pad, dilation;
+};
+
+/// The geometry of a pooling call: N·C planes of h × w in, ho × wo out.
+struct PoolShape {
+  int64_t planes, h, w, ho, wo;
+};
+
+/// Checks x/y (or grad_x/grad_y: 4-D [N, C, H, W], same N and C, contiguous) and
+/// returns the plane geometry.
+inline PoolShape pool_shape(const Tensor& x, const Tensor& y) {
+  KILN_SDK_CHECK_ARG(x.ndim == 4 && y.ndim == 4, "expected 4-D [N, C, H, W] operands, got ",
+                     shape_string(x), " and ", shape_string(y));
+  KILN_SDK_CHECK_ARG(x.shape[0] == y.shape[0] && x.shape[1] == y.shape[1], "batch/channel dims of ",
+                     shape_string(x), " and ", shape_string(y), " differ");
+  expect_contiguous(x, "x");
+  expect_contiguous(y, "y");
+  return {x.shape[0] * x.shape[1], x.shape[2], x.shape[3], y.shape[2], y.shape[3]};
+}
+
+/// Reads kernel_size, stride, padding (and dilation when `with_dilation`; else 1) for
+/// the height and width axes, and checks them: sizes, strides and dilations positive,
+/// padding non-negative.
+inline void pool_window_attrs(const OpArgs& args, bool with_dilation, PoolWindow& wh,
+                              PoolWindow& ww) {
+  const int64_t* k = args.attr_ints("kernel_size", 2);
+  const int64_t* s = args.attr_ints("stride", 2);
+  const int64_t* p = args.attr_ints("padding", 2);
+  const int64_t* d = with_dilation ? args.attr_ints("dilation", 2) : nullptr;
+  wh = {k[0], s[0], p[0], d ? d[0] : 1};
+  ww = {k[1], s[1], p[1], d ? d[1] : 1};
+  KILN_SDK_CHECK_ARG(wh.kernel > 0 && ww.kernel > 0 && wh.stride > 0 && ww.stride > 0 &&
+                         wh.dilation > 0 && ww.dilation > 0 && wh.pad >= 0 && ww.pad >= 0,
+                     "kernel_size, stride and dilation must be positive, padding non-negative");
+}
+
+}  // namespace kiln::sdk
+
+#endif  // KILN_SDK_POOLING_H

@@ -25,26 +25,21 @@
 #include <cstdint>
 
 #include "dtype.h"
+#include "kiln/sdk/loop_plan.h"
 #include "op_args.h"
 #include "thread_pool.h"
 
 namespace kiln::cpu {
 
-/// Dims left after dropping size-1 dims; at least 2^24 elements, so never a limit in
-/// practice.
-inline constexpr int kMaxLoopDims = 24;
+using sdk::kMaxLoopDims;
 
 /// Elements below which an elementwise op runs on the calling thread alone.
 inline constexpr int64_t kParallelGrain = 32768;
 
+/// The SDK's plan (kiln/sdk/loop_plan.h: steps 1 and 2 above) with byte strides.
 template <int N>
-struct LoopPlan {
-  int ndim = 1;  // >= 1: a 0-d or all-size-1 tensor is one dim of size 1
-  int64_t numel = 1;
-  int64_t shape[kMaxLoopDims];
-  int64_t strides[N][kMaxLoopDims];       // elements
+struct LoopPlan : sdk::LoopPlan<N> {
   int64_t byte_strides[N][kMaxLoopDims];  // bytes
-  char* base[N];
 };
 
 /// Builds the plan for operands `ops[0..N)` (ops[0] is the output; all share its
@@ -52,69 +47,11 @@ struct LoopPlan {
 template <int N>
 LoopPlan<N> make_loop_plan(const Tensor* const (&ops)[N]) {
   LoopPlan<N> p;
-  const Tensor& out = *ops[0];
-  int nd = 0;
-  for (int32_t d = 0; d < out.ndim; ++d) {
-    const int64_t size = out.shape[d];
-    if (size == 1) continue;
-    if (size == 0) {
-      p.numel = 0;
-      return p;
-    }
-    KILN_SDK_CHECK(nd < kMaxLoopDims, KILN_STATUS_UNSUPPORTED, "more than ", kMaxLoopDims,
-                   " dims of size > 1");
-    p.shape[nd] = size;
-    for (int k = 0; k < N; ++k) p.strides[k][nd] = ops[k]->strides[d];
-    p.numel *= size;
-    ++nd;
-  }
-  for (int k = 0; k < N; ++k) p.base[k] = ops[k]->data;
-  if (nd == 0) {
-    p.ndim = 1;
-    p.shape[0] = 1;
-    for (int k = 0; k < N; ++k) p.strides[k][0] = 0;
-  } else {
-    // Positive output strides: walk every operand of a flipped dim backwards.
-    for (int d = 0; d < nd; ++d) {
-      if (p.strides[0][d] < 0) {
-        for (int k = 0; k < N; ++k) {
-          p.base[k] += p.strides[k][d] * (p.shape[d] - 1) * static_cast<int64_t>(ops[k]->itemsize);
-          p.strides[k][d] = -p.strides[k][d];
-        }
-      }
-    }
-    // Order dims by output stride, largest first (insertion sort: nd is tiny and
-    // usually already sorted). Ties keep their order.
-    for (int d = 1; d < nd; ++d) {
-      for (int e = d; e > 0 && p.strides[0][e - 1] < p.strides[0][e]; --e) {
-        std::swap(p.shape[e - 1], p.shape[e]);
-        for (int k = 0; k < N; ++k) std::swap(p.strides[k][e - 1], p.strides[k][e]);
-      }
-    }
-    // Coalesce: outer dim (kept at `out - 1`) absorbs inner dim `d` when, for every
-    // operand, stepping the outer dim equals stepping the whole inner dim.
-    int kept = 0;
-    for (int d = 0; d < nd; ++d) {
-      bool mergeable = kept > 0;
-      for (int k = 0; k < N && mergeable; ++k) {
-        mergeable = p.strides[k][kept - 1] == p.strides[k][d] * p.shape[d];
-      }
-      if (mergeable) {
-        p.shape[kept - 1] *= p.shape[d];
-        for (int k = 0; k < N; ++k) p.strides[k][kept - 1] = p.strides[k][d];
-      } else {
-        p.shape[kept] = p.shape[d];
-        for (int k = 0; k < N; ++k) p.strides[k][kept] = p.strides[k][d];
-        ++kept;
-      }
-    }
-    p.ndim = kept;
-  }
-  for (int k = 0; k < N; ++k) {
-    for (int d = 0; d < p.ndim; ++d) {
+  sdk::plan_loop(ops, p);
+  if (p.numel == 0) return p;
+  for (int k = 0; k < N; ++k)
+    for (int d = 0; d < p.ndim; ++d)
       p.byte_strides[k][d] = p.strides[k][d] * static_cast<int64_t>(ops[k]->itemsize);
-    }
-  }
   return p;
 }
 

@@ -30,31 +30,17 @@
 #include <utility>
 
 #include "kernels/common.cuh"
+#include "kiln/sdk/loop_plan.h"
 
 namespace kiln::cuda {
 
-/// Dims left after dropping size-1 dims (so at least 2^25 elements): never a limit in
-/// practice.
-inline constexpr int kMaxDims = 25;
+using sdk::kMaxLoopDims;
+inline constexpr int kMaxDims = kMaxLoopDims;
 
+/// The SDK's plan (kiln/sdk/loop_plan.h), and whether 32-bit indices suffice.
 template <int N>
-struct ElementwisePlan {
-  int ndim = 1;  // >= 1: a 0-d or all-size-1 tensor is one dim of size 1
+struct ElementwisePlan : sdk::LoopPlan<N> {
   bool index32 = true;
-  int64_t numel = 1;
-  int64_t shape[kMaxDims];
-  int64_t strides[N][kMaxDims];  // elements
-  char* base[N];
-
-  /// Every operand walks memory with stride 1 (or there is one element).
-  bool contiguous() const {
-    if (numel <= 1) return true;
-    if (ndim != 1) return false;
-    for (int k = 0; k < N; ++k) {
-      if (strides[k][0] != 1) return false;
-    }
-    return true;
-  }
 };
 
 /// Builds the plan for `ops` (ops[0] is the output; every operand has its shape, which
@@ -62,63 +48,7 @@ struct ElementwisePlan {
 template <int N>
 ElementwisePlan<N> make_plan(const Tensor* const (&ops)[N]) {
   ElementwisePlan<N> p;
-  const Tensor& out = *ops[0];
-  int nd = 0;
-  for (int32_t d = 0; d < out.ndim; ++d) {
-    const int64_t size = out.shape[d];
-    if (size == 1) continue;
-    if (size == 0) {
-      p.numel = 0;
-      return p;
-    }
-    KILN_SDK_CHECK(nd < kMaxDims, KILN_STATUS_UNSUPPORTED, "more than ", kMaxDims,
-                   " dims of size > 1");
-    p.shape[nd] = size;
-    for (int k = 0; k < N; ++k) p.strides[k][nd] = ops[k]->strides[d];
-    p.numel *= size;
-    ++nd;
-  }
-  for (int k = 0; k < N; ++k) p.base[k] = ops[k]->data;
-  if (nd == 0) {
-    p.ndim = 1;
-    p.shape[0] = 1;
-    for (int k = 0; k < N; ++k) p.strides[k][0] = 0;
-    return p;
-  }
-  // Positive output strides: walk every operand of a flipped dim backwards.
-  for (int d = 0; d < nd; ++d) {
-    if (p.strides[0][d] < 0) {
-      for (int k = 0; k < N; ++k) {
-        p.base[k] += p.strides[k][d] * (p.shape[d] - 1) * static_cast<int64_t>(ops[k]->itemsize);
-        p.strides[k][d] = -p.strides[k][d];
-      }
-    }
-  }
-  // Largest output stride first (insertion sort: nd is tiny and usually sorted).
-  for (int d = 1; d < nd; ++d) {
-    for (int e = d; e > 0 && p.strides[0][e - 1] < p.strides[0][e]; --e) {
-      std::swap(p.shape[e - 1], p.shape[e]);
-      for (int k = 0; k < N; ++k) std::swap(p.strides[k][e - 1], p.strides[k][e]);
-    }
-  }
-  // Merge dim d into the kept outer one when stepping the outer dim equals stepping
-  // the whole of d in every operand.
-  int kept = 0;
-  for (int d = 0; d < nd; ++d) {
-    bool mergeable = kept > 0;
-    for (int k = 0; k < N && mergeable; ++k) {
-      mergeable = p.strides[k][kept - 1] == p.strides[k][d] * p.shape[d];
-    }
-    if (mergeable) {
-      p.shape[kept - 1] *= p.shape[d];
-      for (int k = 0; k < N; ++k) p.strides[k][kept - 1] = p.strides[k][d];
-    } else {
-      p.shape[kept] = p.shape[d];
-      for (int k = 0; k < N; ++k) p.strides[k][kept] = p.strides[k][d];
-      ++kept;
-    }
-  }
-  p.ndim = kept;
+  sdk::plan_loop(ops, p);
   p.index32 = p.numel <= INT32_MAX;
   return p;
 }

@@ -26,6 +26,7 @@
 
 #include "kernels/elementwise.cuh"
 #include "kernels/registry.h"
+#include "kiln/sdk/reduce_plan.h"
 
 namespace kiln::cuda {
 
@@ -33,70 +34,9 @@ namespace {
 
 // -- the plan ---------------------------------------------------------------------------------
 
-struct ReducePlan {
-  int64_t outputs = 1;   // y.numel()
-  int64_t n = 1;         // elements reduced into each output
-  int nk = 0;            // kept dims (size > 1), y order, outermost first
-  int nr = 0;            // reduced dims after coalescing, outermost first
-  int reduced_dims = 0;  // reduced dims as the caller described them
-  bool columns = false;
-  int64_t k_shape[kMaxDims];
-  int64_t k_stride[kMaxDims];  // x strides, elements
-  int64_t r_shape[kMaxDims];
-  int64_t r_stride[kMaxDims];
-};
-
-// Checks x/y against the reduction convention (same rank, reduced dims of size 1 in
-// y, y contiguous) and builds the plan.
-ReducePlan make_reduce_plan(const Tensor& x, const Tensor& y) {
-  KILN_SDK_CHECK_ARG(x.ndim == y.ndim, "y must have x's rank ", x.ndim, ", got ", y.ndim);
-  KILN_SDK_CHECK_ARG(y.is_contiguous(), "y must be contiguous");
-  ReducePlan p;
-  for (int32_t d = 0; d < x.ndim; ++d) {
-    const int64_t size = x.shape[d];
-    KILN_SDK_CHECK_ARG(y.shape[d] == size || y.shape[d] == 1, "y.shape[", d, "] = ", y.shape[d],
-                       " must be 1 or x.shape[", d, "] = ", size);
-    if (size == 1) continue;
-    KILN_SDK_CHECK(p.nk < kMaxDims && p.nr < kMaxDims, KILN_STATUS_UNSUPPORTED, "more than ",
-                   kMaxDims, " dims of size > 1");
-    if (y.shape[d] == size) {
-      p.k_shape[p.nk] = size;
-      p.k_stride[p.nk++] = x.strides[d];
-      p.outputs *= size;
-    } else {
-      p.r_shape[p.nr] = size;
-      p.r_stride[p.nr++] = x.strides[d];
-      p.n *= size;
-    }
-  }
-  // Reduced dims walk memory outermost first (largest |stride| first); the order of
-  // a reduction's elements is then the same for every output.
-  for (int d = 1; d < p.nr; ++d) {
-    for (int e = d; e > 0 && std::llabs(p.r_stride[e - 1]) < std::llabs(p.r_stride[e]); --e) {
-      std::swap(p.r_shape[e - 1], p.r_shape[e]);
-      std::swap(p.r_stride[e - 1], p.r_stride[e]);
-    }
-  }
-  auto coalesce = [](int& count, int64_t* shape, int64_t* stride) {
-    int kept = 0;
-    for (int d = 0; d < count; ++d) {
-      if (kept > 0 && stride[kept - 1] == stride[d] * shape[d]) {
-        shape[kept - 1] *= shape[d];
-        stride[kept - 1] = stride[d];
-      } else {
-        shape[kept] = shape[d];
-        stride[kept++] = stride[d];
-      }
-    }
-    count = kept;
-  };
-  p.reduced_dims = p.nr;
-  coalesce(p.nk, p.k_shape, p.k_stride);
-  coalesce(p.nr, p.r_shape, p.r_stride);
-  p.columns = p.nk > 0 &&
-              (p.nr == 0 || std::llabs(p.k_stride[p.nk - 1]) < std::llabs(p.r_stride[p.nr - 1]));
-  return p;
-}
+// The plan every plugin shares (kiln/sdk/reduce_plan.h).
+using sdk::make_reduce_plan;
+using sdk::ReducePlan;
 
 /// What the kernels receive: the plan, x, and how each reduction is sliced.
 struct ReduceArgs {

@@ -4,6 +4,7 @@
 // its parameters standing for what the surrounding program would have. Compiled only,
 // never run (an object library): several expect devices or files a test machine lacks.
 #include <kiln/sdk/catalogue.h>
+#include <kiln/sdk/dtype_dispatch.h>
 #include <kiln/sdk/half.h>
 #include <kiln/sdk/kernel_table.h>
 #include <kiln/sdk/philox.h>
@@ -22,6 +23,17 @@ const kiln::sdk::KernelEntry entries[] = {
  &kiln::sdk::supports_catalogue_dtypes<kiln::sdk::catalogue::add>, kiln::sdk::kStridedInOut},
 };
 }  // namespace sdk_catalogue_1
+
+// kiln/sdk/dtype_dispatch.h
+namespace sdk_dtype_dispatch_1 {
+void example(kiln_dtype dtype) {
+  bool handled = kiln::sdk::dispatch<kiln::sdk::FloatTypes, kiln::sdk::IntTypes>(
+      dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        (void)sizeof(T);  // ... the kernel for T ...
+      });  // false: dtype not in the set
+}
+}  // namespace sdk_dtype_dispatch_1
 
 // kiln/sdk/half.h
 namespace sdk_half_1 {

@@ -9,8 +9,6 @@ namespace kiln::cpu {
 
 namespace {
 
-using AllTypes = TypeList<float, double, float16, bfloat16, int32_t, int64_t, uint8_t, bool>;
-
 // Same dtype: move bytes. Contiguous rows become one memcpy.
 template <class Bits>
 struct MoveLoop {

@@ -25,6 +25,7 @@
 
 #include "kiln/c_api.h"
 #include "kiln/sdk/catalogue.h"
+#include "kiln/sdk/dtype_dispatch.h"
 #include "kiln/sdk/half.h"
 #include "kiln/sdk/op_args.h"
 #include "kiln/sdk/status.h"
@@ -48,71 +49,14 @@ inline constexpr uint32_t kStridedInOut = KILN_KERNEL_STRIDED_INPUTS | KILN_KERN
 
 // -- types ---------------------------------------------------------------------------------
 
-template <class T>
-struct TypeTag {
-  using type = T;
-};
-
-template <class... Ts>
-struct TypeList {};
-
-using FloatTypes = TypeList<float, double, float16, bfloat16>;
-using IntTypes = TypeList<int32_t, int64_t, uint8_t>;
-using SignedIntTypes = TypeList<int32_t, int64_t>;
-using BoolTypes = TypeList<bool>;
-using AllTypes = TypeList<float, double, float16, bfloat16, int32_t, int64_t, uint8_t, bool>;
-
-template <class T>
-inline constexpr bool is_half_v = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
-
-template <class T>
-inline constexpr bool is_floating_v = std::is_floating_point_v<T> || is_half_v<T>;
-
-template <class T>
-using compute_t = std::conditional_t<is_half_v<T>, float, T>;
-
-template <class T>
-constexpr kiln_dtype dtype_of() {
-  if constexpr (std::is_same_v<T, float>)
-    return KILN_DTYPE_FLOAT32;
-  else if constexpr (std::is_same_v<T, double>)
-    return KILN_DTYPE_FLOAT64;
-  else if constexpr (std::is_same_v<T, float16>)
-    return KILN_DTYPE_FLOAT16;
-  else if constexpr (std::is_same_v<T, bfloat16>)
-    return KILN_DTYPE_BFLOAT16;
-  else if constexpr (std::is_same_v<T, int32_t>)
-    return KILN_DTYPE_INT32;
-  else if constexpr (std::is_same_v<T, int64_t>)
-    return KILN_DTYPE_INT64;
-  else if constexpr (std::is_same_v<T, uint8_t>)
-    return KILN_DTYPE_UINT8;
-  else if constexpr (std::is_same_v<T, bool>)
-    return KILN_DTYPE_BOOL;
-  else
-    static_assert(sizeof(T) == 0, "not a Kiln storage type");
-}
+// Dtype types and dispatch: the SDK's (kiln/sdk/dtype_dispatch.h).
+using namespace sdk::dtypes;
 
 // The catalogue's dtype classes (api/ops.json), shared with every plugin.
 using sdk::is_float_dtype;
 using sdk::is_int_dtype;
 
 // -- values ----------------------------------------------------------------------------------
-
-/// The value of `v` as computations on T see it (float for half types).
-template <class T>
-KILN_HOST_DEVICE inline compute_t<T> load(T v) {
-  return static_cast<compute_t<T>>(v);
-}
-
-/// True for NaN; constant false for types without NaN.
-template <class T>
-KILN_HOST_DEVICE inline bool is_nan(T v) {
-  if constexpr (std::is_floating_point_v<T>)
-    return v != v;
-  else
-    return false;
-}
 
 /// kiln.copy's conversion of one value: float→int truncates toward zero (out of range
 /// is undefined, as OPS.md allows), anything→bool is `x != 0`, bool→number is 0/1,
@@ -135,49 +79,6 @@ KILN_HOST_DEVICE inline To convert(From v) {
       return To(static_cast<double>(v));  // exact for every integer a half type can hold
   } else {
     return static_cast<To>(v);
-  }
-}
-
-// -- dispatch (host) ----------------------------------------------------------------------------
-
-template <class... Ts, class F>
-bool dispatch_list(kiln_dtype dtype, TypeList<Ts...>, F&& fn) {
-  bool handled = false;
-  ((dtype == dtype_of<Ts>() ? (fn(TypeTag<Ts>{}), handled = true) : false), ...);
-  return handled;
-}
-
-/// Calls fn(TypeTag<T>{}) for the T of `dtype` if it is in one of the lists; returns
-/// whether it did.
-template <class... Lists, class F>
-bool dispatch(kiln_dtype dtype, F&& fn) {
-  return (dispatch_list(dtype, Lists{}, fn) || ...);
-}
-
-/// Unsigned type of one element's size, for kernels that only move bytes.
-template <size_t Size>
-using bits_t = std::conditional_t<
-    Size == 1, uint8_t,
-    std::conditional_t<Size == 2, uint16_t, std::conditional_t<Size == 4, uint32_t, uint64_t>>>;
-
-/// Calls fn(TypeTag<bits_t<size>>{}) for element sizes 1, 2, 4, 8; false otherwise.
-template <class F>
-bool dispatch_by_size(size_t size, F&& fn) {
-  switch (size) {
-    case 1:
-      fn(TypeTag<uint8_t>{});
-      return true;
-    case 2:
-      fn(TypeTag<uint16_t>{});
-      return true;
-    case 4:
-      fn(TypeTag<uint32_t>{});
-      return true;
-    case 8:
-      fn(TypeTag<uint64_t>{});
-      return true;
-    default:
-      return false;
   }
 }
 

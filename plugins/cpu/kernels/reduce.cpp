@@ -210,18 +210,7 @@ struct ArgPolicy {
   Out finish(const Acc& acc, int64_t, int64_t) const { return acc.index < 0 ? 0 : acc.index; }
 };
 
-struct ReduceOperands {
-  Tensor x, y;
-  ReducePlan plan;
-  explicit ReduceOperands(const OpArgs& args)
-      : x(first_input(args)), y(args.output(0)), plan(make_reduce_plan(x, y)) {}
-
- private:
-  static Tensor first_input(const OpArgs& args) {
-    args.expect_counts(1, 1);
-    return args.input(0);
-  }
-};
+using sdk::ReduceOperands;  // x -> y and the plan, checked (kiln/sdk/reduce_plan.h)
 
 template <template <class> class Policy, class... Lists>
 void simple_impl(const OpArgs& args) {

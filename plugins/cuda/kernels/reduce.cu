@@ -342,18 +342,7 @@ void run_reduce(const Launch& launch, const ReducePlan& plan, const void* x, typ
   }
 }
 
-struct ReduceOperands {
-  Tensor x, y;
-  ReducePlan plan;
-  explicit ReduceOperands(const OpArgs& args)
-      : x(first_input(args)), y(args.output(0)), plan(make_reduce_plan(x, y)) {}
-
- private:
-  static Tensor first_input(const OpArgs& args) {
-    args.expect_counts(1, 1);
-    return args.input(0);
-  }
-};
+using sdk::ReduceOperands;  // x -> y and the plan, checked (kiln/sdk/reduce_plan.h)
 
 template <template <class> class Policy, class... Lists>
 void simple_impl(const OpArgs& args, const Launch& launch) {

@@ -84,6 +84,20 @@ inline ReducePlan make_reduce_plan(const Tensor& x, const Tensor& y) {
   return p;
 }
 
+/// The operands of a one-input reduction (x -> y) and their plan, checked.
+struct ReduceOperands {
+  Tensor x, y;
+  ReducePlan plan;
+  explicit ReduceOperands(const OpArgs& args)
+      : x(first_input(args)), y(args.output(0)), plan(make_reduce_plan(x, y)) {}
+
+ private:
+  static Tensor first_input(const OpArgs& args) {
+    args.expect_counts(1, 1);
+    return args.input(0);
+  }
+};
+
 }  // namespace kiln::sdk
 
 #endif  // KILN_SDK_REDUCE_PLAN_H

@@ -4,7 +4,8 @@
 # (pytorch/<name>.py): lines that are neither blank nor only a comment, counted the
 # same way in both languages (C++'s #includes and closing braces count; so do
 # Python's imports). Only the programs are counted: tutorial 8's kernel library
-# (myops_plugin/) is not, as its PyTorch counterpart (a C++ extension) is not either. Fails when the C++ total exceeds MAX_PERCENT % of the Python.
+# (myops_plugin/) is not, as its PyTorch counterpart (a C++ extension) is not either.
+# Fails when the C++ total exceeds MAX_PERCENT % of the Python.
 cmake_minimum_required(VERSION 3.25)
 
 function(count_lines path comment_regex out)
@@ -36,8 +37,11 @@ endforeach()
 if(total_py EQUAL 0)
   message(FATAL_ERROR "no tutorial programs under ${TUTORIALS}")
 endif()
-# CMake's math is integer: the percentage shown is rounded down, the check is exact.
-math(EXPR percent "100 * ${total_cpp} / ${total_py}")
+# CMake's math is integer: per mille for the message, the check exact.
+math(EXPR permille "1000 * ${total_cpp} / ${total_py}")
+math(EXPR whole "${permille} / 10")
+math(EXPR tenth "${permille} % 10")
+set(percent "${whole}.${tenth}")
 math(EXPR scaled_cpp "100 * ${total_cpp}")
 math(EXPR scaled_limit "${MAX_PERCENT} * ${total_py}")
 message(STATUS "total: ${total_cpp} lines of C++ for ${total_py} of Python: ${percent}% "

@@ -368,24 +368,27 @@ TEST(PluginKernels, FlagsFollowTheCatalogue) {
   EXPECT_EQ(get_kernel("kiln.conv2d").flags, 0u);
 }
 
-// The reference plugin's supports() takes the catalogue's dtypes for the deciding
-// operand of each elementwise op it shares a rule with (api/ops.json "dtypes").
-TEST(PluginKernels, SupportsFollowsTheCatalogueDtypes) {
+// The reference plugin's supports() takes the catalogue's dtypes for the ops whose
+// rule it shares (api/ops.json "dtypes"), and its kernel really runs every dtype that
+// supports() admits (a type list narrower than the rule would fail here).
+TEST(PluginKernels, SupportsFollowsTheCatalogueDtypesAndTheKernelsRunThem) {
   for (const char* name : {"kiln.add", "kiln.div", "kiln.sum", "kiln.mean", "kiln.amax"}) {
     const kiln::sdk::CatalogueOp* op = kiln::sdk::find_catalogue_op(name);
     ASSERT_NE(op, nullptr) << name;
     const kiln_kernel k = get_kernel(name);
     ASSERT_NE(k.supports, nullptr) << name;
     for (int32_t dtype = KILN_DTYPE_FLOAT32; dtype <= KILN_DTYPE_BOOL; ++dtype) {
-      double storage[8] = {};
-      const View one(storage, static_cast<kiln_dtype>(dtype), {1});
-      std::vector<kiln_tensor_view> in(static_cast<size_t>(op->num_inputs), one.view);
-      std::vector<kiln_tensor_view> out(static_cast<size_t>(op->num_outputs), one.view);
+      double in_storage[2] = {1, 1}, out_storage[2] = {};
+      const View in_view(in_storage, static_cast<kiln_dtype>(dtype), {1});
+      const View out_view(out_storage, static_cast<kiln_dtype>(dtype), {1});
+      std::vector<kiln_tensor_view> in(static_cast<size_t>(op->num_inputs), in_view.view);
+      std::vector<kiln_tensor_view> out(static_cast<size_t>(op->num_outputs), out_view.view);
       const kiln_op_args args{sizeof(kiln_op_args), in.data(), in.size(), out.data(),
                               out.size(),           nullptr,   0,         nullptr};
-      const int32_t said = k.supports(k.context, &args);
-      EXPECT_EQ(said != 0, kiln::sdk::dtype_in(op->dtypes, dtype))
+      const bool admitted = k.supports(k.context, &args) != 0;
+      EXPECT_EQ(admitted, kiln::sdk::dtype_in(op->dtypes, dtype))
           << name << " dtype " << kiln::sdk::dtype_name(dtype);
+      if (admitted) KILN_EXPECT_OK(k.run(k.context, &args));
     }
   }
 }

@@ -98,8 +98,9 @@ TEST_F(CustomOp, BadCallsAreClearErrorsAndLeaveTheProcessUsable) {
   EXPECT_KILN_ERROR(
       call_op("myops.softplus", {x}, {y.slice(1, 0, 1).expand({2, 3})}, {{"beta", 1.0}}),
       "output 0", "overlap");
-  // Still usable: a good call gives the right values.
-  call_op("myops.softplus", {x}, {y}, {{"beta", 1.0}});
+  // Still usable: a good call gives the right values (any integer type makes an INT
+  // attribute; one the kernel does not read is ignored).
+  call_op("myops.softplus", {x}, {y}, {{"beta", 1.0}, {"unused", std::size_t{3}}});
   EXPECT_NEAR(y.to(Device("cpu:0")).to_vector<double>()[0], std::log1p(std::exp(1.0)), 1e-15);
 }
 
@@ -118,6 +119,13 @@ TEST_F(CustomOp, AutogradRefusesWhatItCannotRecordAndSeesTheWrite) {
   auto product = x * h;
   call_op("myops.softplus", {x.detach()}, {h}, {{"beta", 1.0}});
   EXPECT_KILN_ERROR(product.sum().backward(), "modified by an in-place operation");
+
+  // A call that never reached a kernel wrote nothing: the graph stays usable.
+  auto g = zeros({3}, TensorOptions(float64).device(kMyops));
+  auto kept = x * g;
+  EXPECT_KILN_ERROR(call_op("myops.nosuch", {x.detach()}, {g}), "no kernel on myops:0");
+  kept.sum().backward();
+  EXPECT_TRUE(allclose(x.grad().to(Device("cpu:0")), zeros({3}, float64)));
 }
 
 TEST_F(CustomOp, TheProfilerRecordsItByName) {

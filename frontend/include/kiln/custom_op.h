@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -32,8 +33,10 @@ namespace kiln {
 /// as a kiln_attr of that type (KILN_ATTR_INT, _FLOAT, _STRING) under `name`.
 struct OpAttribute {
   OpAttribute(std::string name, double value) : name(std::move(name)), value(value) {}
-  OpAttribute(std::string name, int64_t value) : name(std::move(name)), value(value) {}
-  OpAttribute(std::string name, int value) : name(std::move(name)), value(int64_t{value}) {}
+  /// Any integer type (int, size_t, int64_t...), passed as int64.
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  OpAttribute(std::string name, I value)
+      : name(std::move(name)), value(static_cast<int64_t>(value)) {}
   OpAttribute(std::string name, std::string value)
       : name(std::move(name)), value(std::move(value)) {}
   OpAttribute(std::string name, const char* value)

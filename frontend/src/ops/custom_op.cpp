@@ -40,7 +40,7 @@ void call_op(const std::string& name, const std::vector<Tensor>& inputs,
              " inputs and ", outputs.size(), " outputs; at most ", kMax, " of each");
 
   std::vector<const detail::TensorImpl*> in, out;
-  const detail::DeviceContext* device = nullptr;
+  detail::DeviceContext* device = nullptr;
   auto take = [&](const Tensor& t, const char* role, size_t i,
                   std::vector<const detail::TensorImpl*>& into) {
     KILN_CHECK(t.defined(), what, ": ", role, " ", i, " is an undefined tensor");
@@ -54,16 +54,21 @@ void call_op(const std::string& name, const std::vector<Tensor>& inputs,
   for (size_t i = 0; i < inputs.size(); ++i) take(inputs[i], "input", i, in);
   for (size_t i = 0; i < outputs.size(); ++i) take(outputs[i], "output", i, out);
 
-  if (is_grad_enabled())
+  if (is_grad_enabled()) {
     for (size_t i = 0; i < inputs.size(); ++i)
       KILN_CHECK(!ag::requires_grad(inputs[i]), what, ": input ", i, " requires grad, but ",
                  "autograd does not record a plugin-defined op; call it inside a "
                  "kiln::NoGradGuard, or make it differentiable with a "
                  "kiln::autograd::Function whose backward computes its gradient");
+    for (size_t i = 0; i < outputs.size(); ++i)
+      KILN_CHECK(!ag::requires_grad(outputs[i]), what, ": output ", i,
+                 " requires grad, and "
+                 "writing it in place would not be recorded; call it inside a "
+                 "kiln::NoGradGuard (as optimizer steps do)");
+  }
   for (size_t i = 0; i < outputs.size(); ++i)
     KILN_CHECK(!out[i]->has_internal_overlap(), what, ": output ", i,
                " has elements that overlap (an expanded view); call .contiguous() first");
-  for (const Tensor& t : outputs) ag::check_inplace(t, what.c_str());
 
   std::vector<kiln_attr> attrs;
   attrs.reserve(attributes.size());
@@ -76,6 +81,10 @@ void call_op(const std::string& name, const std::vector<Tensor>& inputs,
     else
       attrs.push_back(detail::string_attr(a.name.c_str(), std::get<std::string>(a.value).c_str()));
   }
+  // Only a call that reaches a kernel counts as a write: the outputs' versions go up
+  // once the op is known to exist (the kernel may still fail part-way).
+  detail::named_kernel_or_throw(device, name, version);
+  for (const Tensor& t : outputs) t.impl()->storage->version++;
   detail::dispatch_named(name, version, in, out, attrs);
 }
 

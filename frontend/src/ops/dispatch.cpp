@@ -24,6 +24,15 @@ const char* op_name(OpId op) {
   return names[static_cast<size_t>(op)];
 }
 
+int32_t op_version(OpId op) {
+  static const int32_t versions[] = {
+#define KILN_OP_VERSION(name, version, ...) version,
+      KILN_OP_CATALOGUE(KILN_OP_VERSION)
+#undef KILN_OP_VERSION
+  };
+  return versions[static_cast<size_t>(op)];
+}
+
 namespace {
 
 constexpr size_t kMaxOperands = 8;
@@ -215,6 +224,9 @@ void run_with_contiguous(uint32_t flags, std::span<const TensorImpl* const> inpu
     for (auto& t : out) {
       if (t->is_contiguous()) continue;
       keep.push_back(contiguous_temp(*t));
+      // Filled from the output first: a kernel may read what it updates in place
+      // (optimizer steps, index_add, a plugin's own op).
+      dispatch(OpId::copy, {t}, {keep.back().get()});
       write_back.emplace_back(keep.back().get(), t);
       t = keep.back().get();
     }
@@ -310,6 +322,19 @@ void dispatch(OpId op, std::span<const TensorImpl* const> inputs,
   dispatch_unprofiled(op, inputs, outputs, attrs);
 }
 
+const KernelSlot& named_kernel_or_throw(DeviceContext* dev, const std::string& name,
+                                        int32_t version) {
+  const KernelSlot& slot = dev->named_kernel(name, version);
+  if (slot.state.load(std::memory_order_acquire) != KernelSlot::State::Native)
+    throw Error(concat(name, " (version ", version, ") has no kernel on ", dev->name(),
+                       ": plugin '", dev->api()->name,
+                       "' does not provide it (or its get_kernel failed: see the log). An op "
+                       "outside the catalogue runs only on the devices of the plugin that "
+                       "defines it (loaded: ",
+                       Registry::get().describe_loaded(), ")"));
+  return slot;
+}
+
 void dispatch_named(const std::string& name, int32_t version,
                     std::span<const TensorImpl* const> inputs,
                     std::span<const TensorImpl* const> outputs, std::span<const kiln_attr> attrs) {
@@ -318,14 +343,7 @@ void dispatch_named(const std::string& name, int32_t version,
              ": too many operands (at most ", kMaxOperands, " inputs and ", kMaxOperands,
              " outputs)");
   DeviceContext* dev = (outputs.empty() ? inputs[0] : outputs[0])->device();
-  const KernelSlot& slot = dev->named_kernel(name, version);
-  if (slot.state.load(std::memory_order_acquire) != KernelSlot::State::Native)
-    throw Error(concat(name, " (version ", version, ") has no kernel on ", dev->name(),
-                       ": plugin '", dev->api()->name,
-                       "' does not provide it. An op outside "
-                       "the catalogue runs only on the devices of the plugin that defines "
-                       "it (loaded: ",
-                       Registry::get().describe_loaded(), ")"));
+  const KernelSlot& slot = named_kernel_or_throw(dev, name, version);
   auto run = [&] {
     kiln_tensor_view in[kMaxOperands];
     kiln_tensor_view out[kMaxOperands];

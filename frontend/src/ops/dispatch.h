@@ -16,6 +16,9 @@
 
 namespace kiln::detail {
 
+struct KernelSlot;
+class DeviceContext;
+
 inline kiln_attr float_attr(const char* name, double v) {
   kiln_attr a{};
   a.name = name;
@@ -58,6 +61,11 @@ inline void dispatch(OpId op, Operands inputs, Operands outputs,
 void dispatch_named(const std::string& name, int32_t version,
                     std::span<const TensorImpl* const> inputs,
                     std::span<const TensorImpl* const> outputs, std::span<const kiln_attr> attrs);
+
+/// The kernel of a plugin-defined op on `dev`; throws kiln::Error (naming the device,
+/// its plugin and the loaded plugins) when the plugin does not provide it.
+const KernelSlot& named_kernel_or_throw(DeviceContext* dev, const std::string& name,
+                                        int32_t version);
 
 /// For work outside the op table that a device cannot do itself and the frontend does
 /// on the host instead (collectives without a plugin implementation): throws when

@@ -23,5 +23,7 @@ static_assert(kNumOps == KILN_OP_CATALOGUE_SIZE);
 
 /// "kiln.add" for OpId::add.
 const char* op_name(OpId op);
+/// The catalogue version of `op` the frontend asks plugins for.
+int32_t op_version(OpId op);
 
 }  // namespace kiln::detail

@@ -101,7 +101,7 @@ void DeviceContext::check(kiln_status* status, const char* what) const {
 void DeviceContext::resolve(OpId op, KernelSlot& slot) {
   std::lock_guard lock(resolve_mutex_);
   if (slot.state.load(std::memory_order_relaxed) != KernelSlot::State::Unresolved) return;
-  look_up(op_name(op), 1, slot);
+  look_up(op_name(op), op_version(op), slot);
 }
 
 const KernelSlot& DeviceContext::named_kernel(const std::string& name, int32_t version) {

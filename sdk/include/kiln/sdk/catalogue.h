@@ -83,9 +83,11 @@ inline bool catalogue_dtypes_ok(const CatalogueOp& op, const kiln_op_args* args)
   return true;
 }
 
-/// A `supports` predicate for a KernelEntry (kiln/sdk/kernel_table.h) that accepts
-/// exactly the dtypes the catalogue allows op `Op`; a kernel that covers fewer writes
-/// its own.
+/// A `supports` predicate for a KernelEntry (kiln/sdk/kernel_table.h) that applies the
+/// catalogue's dtype rule for op `Op`: exactly the catalogue's dtypes for a one-dtype
+/// op; for an op whose operands differ (comparisons, indices, masks) only the deciding
+/// operand is checked, so such a kernel adds its own checks of the others. A kernel
+/// that covers fewer dtypes writes its own predicate.
 template <const CatalogueOp& Op>
 int32_t supports_catalogue_dtypes(void*, const kiln_op_args* args) noexcept {
   return catalogue_dtypes_ok(Op, args) ? 1 : 0;

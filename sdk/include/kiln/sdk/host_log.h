@@ -1,7 +1,7 @@
 // kiln/sdk/host_log.h — a plugin's one route to Kiln's log, the host's callback, for a
 // plugin that answers the C ABI itself (the plugin kit keeps its own: kiln::sdk::log).
-// Until kiln_plugin_init hands over a callback (or when the host has none), messages
-// are dropped. Callable from any thread.
+// Until kiln_plugin_init hands over a callback, messages are dropped; a later init
+// without one keeps the first. Callable from any thread.
 #ifndef KILN_SDK_HOST_LOG_H
 #define KILN_SDK_HOST_LOG_H
 

@@ -83,9 +83,9 @@ void call_op(const std::string& name, const std::vector<Tensor>& inputs,
   }
   // Only a call that reaches a kernel counts as a write: the outputs' versions go up
   // once the op is known to exist (the kernel may still fail part-way).
-  detail::named_kernel_or_throw(device, name, version);
+  const detail::KernelSlot& slot = detail::named_kernel_or_throw(device, name, version);
   for (const Tensor& t : outputs) t.impl()->storage->version++;
-  detail::dispatch_named(name, version, in, out, attrs);
+  detail::dispatch_named(slot, name, in, out, attrs);
 }
 
 bool has_op(const std::string& name, const Device& device, int32_t version) {

@@ -48,6 +48,28 @@ void fill_view(kiln_tensor_view& v, const TensorImpl& t) {
   v.device = t.device()->handle();
 }
 
+// The views and argument list of one kernel call. The views are left uninitialized
+// until filled: this is built on every dispatch.
+struct KernelArgs {
+  kiln_tensor_view in[kMaxOperands];
+  kiln_tensor_view out[kMaxOperands];
+  kiln_op_args args;
+
+  KernelArgs(std::span<const TensorImpl* const> inputs, std::span<const TensorImpl* const> outputs,
+             std::span<const kiln_attr> attrs)
+      : args{sizeof(kiln_op_args), in,           inputs.size(), out,
+             outputs.size(),       attrs.data(), attrs.size(),  nullptr} {
+    fill(inputs, outputs);
+  }
+  KernelArgs(const KernelArgs&) = delete;  // args points into this object
+  KernelArgs& operator=(const KernelArgs&) = delete;
+  /// Points the views at other operands of the same counts (contiguous temporaries).
+  void fill(std::span<const TensorImpl* const> inputs, std::span<const TensorImpl* const> outputs) {
+    for (size_t i = 0; i < inputs.size(); ++i) fill_view(in[i], *inputs[i]);
+    for (size_t i = 0; i < outputs.size(); ++i) fill_view(out[i], *outputs[i]);
+  }
+};
+
 std::string describe_operands(std::span<const TensorImpl* const> inputs,
                               std::span<const TensorImpl* const> outputs) {
   std::ostringstream out;
@@ -278,16 +300,10 @@ void run_kernel(const KernelSlot& slot, const kiln_op_args& args, DeviceContext*
              ": too many operands");
   DeviceContext* dev = (outputs.empty() ? inputs[0] : outputs[0])->device();
   const KernelSlot& slot = dev->kernel(op);
-
-  kiln_tensor_view in[kMaxOperands];
-  kiln_tensor_view out[kMaxOperands];
-  for (size_t i = 0; i < inputs.size(); ++i) fill_view(in[i], *inputs[i]);
-  for (size_t i = 0; i < outputs.size(); ++i) fill_view(out[i], *outputs[i]);
-  kiln_op_args args{sizeof(kiln_op_args), in,           inputs.size(), out,
-                    outputs.size(),       attrs.data(), attrs.size(),  nullptr};
+  const KernelArgs call(inputs, outputs, attrs);
 
   if (slot.state.load(std::memory_order_relaxed) == KernelSlot::State::Native &&
-      kernel_supports(slot, args, dev, op_name(op))) [[likely]] {
+      kernel_supports(slot, call.args, dev, op_name(op))) [[likely]] {
     if (!layout_ok(slot.kernel.flags, inputs, outputs)) [[unlikely]] {
       // A copy kernel that cannot read strided input cannot make it contiguous
       // either: let the CPU plugin do it.
@@ -295,7 +311,7 @@ void run_kernel(const KernelSlot& slot, const kiln_op_args& args, DeviceContext*
       return run_with_contiguous(slot.kernel.flags, inputs, outputs,
                                  [&](auto in, auto out) { dispatch(op, in, out, attrs); });
     }
-    return run_kernel(slot, args, dev, op_name(op));
+    return run_kernel(slot, call.args, dev, op_name(op));
   }
   run_on_cpu(op, dev, inputs, outputs, attrs);
 }
@@ -335,7 +351,7 @@ const KernelSlot& named_kernel_or_throw(DeviceContext* dev, const std::string& n
   return slot;
 }
 
-void dispatch_named(const std::string& name, int32_t version,
+void dispatch_named(const KernelSlot& slot, const std::string& name,
                     std::span<const TensorImpl* const> inputs,
                     std::span<const TensorImpl* const> outputs, std::span<const kiln_attr> attrs) {
   PluginCallScope in_plugin;
@@ -343,24 +359,17 @@ void dispatch_named(const std::string& name, int32_t version,
              ": too many operands (at most ", kMaxOperands, " inputs and ", kMaxOperands,
              " outputs)");
   DeviceContext* dev = (outputs.empty() ? inputs[0] : outputs[0])->device();
-  const KernelSlot& slot = named_kernel_or_throw(dev, name, version);
   auto run = [&] {
-    kiln_tensor_view in[kMaxOperands];
-    kiln_tensor_view out[kMaxOperands];
-    for (size_t i = 0; i < inputs.size(); ++i) fill_view(in[i], *inputs[i]);
-    for (size_t i = 0; i < outputs.size(); ++i) fill_view(out[i], *outputs[i]);
-    kiln_op_args args{sizeof(kiln_op_args), in,           inputs.size(), out,
-                      outputs.size(),       attrs.data(), attrs.size(),  nullptr};
-    if (!kernel_supports(slot, args, dev, name.c_str()))
+    KernelArgs call(inputs, outputs, attrs);
+    if (!kernel_supports(slot, call.args, dev, name.c_str()))
       throw Error(concat(name, ": ", dev->name(), " declined these operands: ",
                          describe_operands(inputs, outputs), " (its supports() said no)"));
     if (layout_ok(slot.kernel.flags, inputs, outputs))
-      return run_kernel(slot, args, dev, name.c_str());
+      return run_kernel(slot, call.args, dev, name.c_str());
     // Copies to contiguous temporaries, then the kernel on those.
     run_with_contiguous(slot.kernel.flags, inputs, outputs, [&](auto in_c, auto out_c) {
-      for (size_t i = 0; i < in_c.size(); ++i) fill_view(in[i], *in_c[i]);
-      for (size_t i = 0; i < out_c.size(); ++i) fill_view(out[i], *out_c[i]);
-      run_kernel(slot, args, dev, name.c_str());
+      call.fill(in_c, out_c);
+      run_kernel(slot, call.args, dev, name.c_str());
     });
   };
   if (profiler_active()) [[unlikely]]

@@ -54,11 +54,11 @@ inline void dispatch(OpId op, Operands inputs, Operands outputs,
            std::span(attrs.begin(), attrs.size()));
 }
 
-/// Runs the op `name` at `version` that is not in the catalogue (a plugin's own,
-/// "acme.fused_gelu"; kiln::call_op validated the operands) on the device of the first
-/// output (or input). No CPU fallback: throws kiln::Error when that device's plugin
-/// lacks the op or its supports() declines the operands.
-void dispatch_named(const std::string& name, int32_t version,
+/// Runs the kernel `slot` (named_kernel_or_throw's) of the op `name` that is not in the
+/// catalogue (a plugin's own, "acme.fused_gelu"; kiln::call_op validated the operands)
+/// on the device of the first output (or input). No CPU fallback: throws kiln::Error
+/// when its supports() declines the operands or the kernel fails.
+void dispatch_named(const KernelSlot& slot, const std::string& name,
                     std::span<const TensorImpl* const> inputs,
                     std::span<const TensorImpl* const> outputs, std::span<const kiln_attr> attrs);
 

@@ -31,8 +31,42 @@ class TestDevice : public kiln::sdk::Device {
             kiln::sdk::Stream*) override {
     std::memcpy(dst, src, bytes);
   }
+  void copy_peer(void* dst, kiln::sdk::Device&, const void* src, size_t bytes,
+                 kiln::sdk::Stream*) override {
+    std::memcpy(dst, src, bytes);
+  }
   void memory_stats(kiln_memory_stats& stats) override { stats.bytes_reserved += 1000; }
   const kiln::sdk::KernelTable* kernels() override;
+};
+
+// Keeps its own block records (as a caching allocator does): they are the handles.
+class CachingTestDevice : public kiln::sdk::CachingDevice {
+ public:
+  struct Record {
+    uint32_t tag;
+    void* data;
+    size_t bytes;
+  };
+  static constexpr uint32_t kLive = 0x4c495645u;
+  Block allocate_block(size_t bytes, size_t alignment, kiln::sdk::Stream*) override {
+    auto* record = new Record{
+        kLive, std::aligned_alloc(alignment, (bytes / alignment + 1) * alignment), bytes};
+    live_bytes += bytes;
+    return {reinterpret_cast<kiln_buffer*>(record), record->data};
+  }
+  void deallocate_block(kiln_buffer* handle, kiln::sdk::Stream*) override {
+    auto* record = reinterpret_cast<Record*>(handle);
+    KILN_SDK_CHECK(record->tag == kLive, KILN_STATUS_INVALID_ARGUMENT, "not a live block");
+    live_bytes -= record->bytes;
+    std::free(record->data);
+    record->tag = 0;  // kept, so that a second free is caught (a test's leak)
+  }
+  void copy(kiln::sdk::CopyKind, void* dst, const void* src, size_t bytes,
+            kiln::sdk::Stream*) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void memory_stats(kiln_memory_stats& stats) override { stats.bytes_in_use = live_bytes; }
+  uint64_t live_bytes = 0;
 };
 
 class OtherDevice : public kiln::sdk::Device {
@@ -51,15 +85,18 @@ class TestBackend : public kiln::sdk::Backend {
     }
     kiln::sdk::log(KILN_LOG_INFO, "constructed");
   }
-  int32_t device_count() override { return 2; }
+  int32_t device_count() override { return 3; }
   kiln::sdk::Device& device(int32_t index) override {
+    if (index == 2) return third_;
     return index == 0 ? static_cast<kiln::sdk::Device&>(first_) : second_;
   }
-  std::string describe() override { return "two test devices"; }
+  std::string describe() override { return "three test devices"; }
+  bool peer_copies() override { return true; }
 
  private:
   TestDevice first_;
   OtherDevice second_;
+  CachingTestDevice third_;
 };
 
 // kiln.test_throw: throws what its "mode" attribute names.
@@ -151,7 +188,7 @@ TEST(PluginKitInit, AThrowingConstructorIsAnErrorAndIsRetried) {
   EXPECT_EQ(std::string(table->name), "kittest");
   EXPECT_EQ(std::string(table->version), "9.8.7");
   EXPECT_EQ(table->struct_size, sizeof(kiln_plugin_api));
-  EXPECT_EQ(std::string(table->describe(table->context)), "two test devices");
+  EXPECT_EQ(std::string(table->describe(table->context)), "three test devices");
   // The backend logged through the host while it was being built.
   ASSERT_FALSE(log_lines.empty());
   EXPECT_EQ(log_lines.back(), "2 kittest: constructed");
@@ -222,6 +259,60 @@ TEST_F(PluginKit, StreamsAndEventsAreCheckedHandles) {
   EXPECT_EQ(take(api->stream_synchronize(device, stream)).code, KILN_STATUS_INVALID_ARGUMENT);
 }
 
+TEST_F(PluginKit, CachingDevicesHandOutTheirOwnBlocks) {
+  kiln_device* caching = nullptr;
+  ASSERT_EQ(take(api->device_open(api->context, 2, &caching)).code, KILN_STATUS_OK);
+  kiln_buffer* buffer = nullptr;
+  void* data = nullptr;
+  ASSERT_EQ(take(api->allocate(caching, 100, 64, nullptr, &buffer, &data)).code, KILN_STATUS_OK);
+  const auto* record = reinterpret_cast<const kittest::CachingTestDevice::Record*>(buffer);
+  EXPECT_EQ(record->data, data) << "the handle is the device's own record";
+  EXPECT_EQ(take(api->allocate(caching, 8, 3, nullptr, &buffer, &data)).code,
+            KILN_STATUS_INVALID_ARGUMENT)
+      << "the kit still checks the arguments";
+  kiln_memory_stats stats{};
+  stats.struct_size = sizeof stats;
+  ASSERT_EQ(take(api->memory_stats(caching, &stats)).code, KILN_STATUS_OK);
+  EXPECT_EQ(stats.bytes_in_use, 100u);
+  EXPECT_EQ(stats.num_allocations, 0u) << "the kit keeps no counters for a CachingDevice";
+  auto* handle = const_cast<kiln_buffer*>(reinterpret_cast<const kiln_buffer*>(record));
+  EXPECT_EQ(take(api->deallocate(caching, handle, nullptr)).code, KILN_STATUS_OK);
+  const Outcome twice = take(api->deallocate(caching, handle, nullptr));
+  EXPECT_EQ(twice.code, KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(twice.message, "kittest: deallocate on kittest:2: not a live block");
+  EXPECT_EQ(take(api->deallocate(caching, nullptr, nullptr)).code, KILN_STATUS_INVALID_ARGUMENT);
+  delete record;
+}
+
+TEST_F(PluginKit, PeerCopiesAndWaitsAcrossDevices) {
+  ASSERT_NE(api->copy_peer, nullptr) << "the backend says its devices copy to each other";
+  kiln_device* other = nullptr;
+  ASSERT_EQ(take(api->device_open(api->context, 2, &other)).code, KILN_STATUS_OK);
+  const std::vector<int> from = {1, 2, 3};
+  std::vector<int> to(3, 0);
+  ASSERT_EQ(take(api->copy_peer(device, nullptr, to.data(), other, from.data(), 12)).code,
+            KILN_STATUS_OK);
+  EXPECT_EQ(to, from);
+  const Outcome unsupported =
+      take(api->copy_peer(other, nullptr, to.data(), device, from.data(), 12));
+  EXPECT_EQ(unsupported.code, KILN_STATUS_UNSUPPORTED) << "Device::copy_peer's default";
+  EXPECT_EQ(take(api->copy_peer(device, nullptr, nullptr, other, from.data(), 12)).code,
+            KILN_STATUS_INVALID_ARGUMENT);
+  // A stream waits for another device's event (the ABI allows it), not a dead one.
+  kiln_event* event = nullptr;
+  ASSERT_EQ(take(api->event_create(other, &event)).code, KILN_STATUS_OK);
+  ASSERT_EQ(take(api->event_record(other, event, nullptr)).code, KILN_STATUS_OK);
+  EXPECT_EQ(take(api->stream_wait_event(device, nullptr, event)).code, KILN_STATUS_OK);
+  EXPECT_EQ(take(api->event_synchronize(device, event)).code, KILN_STATUS_INVALID_ARGUMENT)
+      << "only a wait may name another device's event";
+  ASSERT_EQ(take(api->event_destroy(other, event)).code, KILN_STATUS_OK);
+  const Outcome dead = take(api->stream_wait_event(device, nullptr, event));
+  EXPECT_EQ(dead.code, KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(dead.message.find("unknown event handle"), std::string::npos) << dead.message;
+  EXPECT_EQ(take(api->stream_destroy(device, nullptr)).code, KILN_STATUS_INVALID_ARGUMENT)
+      << "the default stream is not destroyed";
+}
+
 TEST_F(PluginKit, PropertiesHaveDefaultsAndRespectTheCallersSize) {
   kiln_device_properties p{};
   p.struct_size = sizeof p;
@@ -236,7 +327,7 @@ TEST_F(PluginKit, PropertiesHaveDefaultsAndRespectTheCallersSize) {
   ASSERT_EQ(take(api->device_get_properties(api->context, 0, small)).code, KILN_STATUS_OK);
   EXPECT_EQ(small->kind, KILN_DEVICE_KIND_ACCELERATOR);
   for (size_t i = small->struct_size; i < sizeof bytes; ++i) ASSERT_EQ(bytes[i], 0xAB) << i;
-  EXPECT_EQ(take(api->device_get_properties(api->context, 2, &p)).code,
+  EXPECT_EQ(take(api->device_get_properties(api->context, 3, &p)).code,
             KILN_STATUS_INVALID_ARGUMENT);
 }
 

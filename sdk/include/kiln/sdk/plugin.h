@@ -30,7 +30,8 @@
 //
 // Kernels are added by returning a kiln::sdk::KernelTable from Device::kernels()
 // (kiln/sdk/kernel_table.h); each op is optional. examples/plugin-template is a
-// complete, commented backend built this way.
+// complete, commented backend built this way, and Kiln's CPU plugin (plugins/cpu:
+// several devices, a caching allocator, extensions) is a full-size one.
 //
 // What the kit guarantees the author (the ABI's rules, applied once here):
 //   - Every virtual function may throw; kiln::sdk::Error keeps its status code,
@@ -46,7 +47,15 @@
 //     Device::memory_stats may refine them (e.g. bytes reserved by a cache).
 //   - Streams and events default to a synchronous device: every call completes its
 //     work before it returns, so synchronizing and waiting have nothing to do. An
-//     asynchronous backend overrides the stream and event functions together.
+//     asynchronous backend overrides the stream and event functions together. A
+//     stream may wait for an event of any device of the plugin; the default (NULL)
+//     stream is never destroyed.
+//   - A device with a caching allocator derives CachingDevice: its block records are
+//     the buffer handles, and the allocation path (every op's) takes no lock of the
+//     kit's. Devices that copy to each other directly say so with
+//     Backend::peer_copies() and implement Device::copy_peer.
+//   - The backend is constructed once and never destroyed, so memory a program frees
+//     while its statics are destroyed at exit still reaches a live device.
 //
 // Threading: the kit's bookkeeping is thread-safe; the author's functions may be
 // called from any thread, concurrently (the ABI's rule), and must protect their own
@@ -120,6 +129,19 @@ class Device {
   /// order on `stream`. Host memory is pageable: when this returns, a host source
   /// may be reused and a host destination must hold the data.
   virtual void copy(CopyKind kind, void* dst, const void* src, size_t bytes, Stream* stream) = 0;
+  /// Copies `bytes` (never 0) from `src` on `src_device`, another device of this
+  /// backend, to `dst` here, ordered after the work on `stream` (of this device) and
+  /// on the source's default stream. Called only when Backend::peer_copies() is true;
+  /// otherwise the frontend copies through the host with copy().
+  virtual void copy_peer(void* dst, Device& src_device, const void* src, size_t bytes,
+                         Stream* stream) {
+    (void)dst;
+    (void)src_device;
+    (void)src;
+    (void)bytes;
+    (void)stream;
+    throw Error(KILN_STATUS_UNSUPPORTED, "this device has no peer copies");
+  }
 
   // -- description (optional) -------------------------------------------------------
 
@@ -148,7 +170,8 @@ class Device {
     (void)event;
     (void)stream;
   }
-  /// Work enqueued on `stream` after this call waits for `event`.
+  /// Work enqueued on `stream` after this call waits for `event`, which may belong to
+  /// any device of this backend (the kit checks it is a live event of one of them).
   virtual void wait_event(Stream* stream, Event& event) {
     (void)stream;
     (void)event;
@@ -169,6 +192,31 @@ class Device {
   virtual const KernelTable* kernels() { return nullptr; }
 };
 
+/// A device whose allocator keeps a record per block, as a caching allocator does:
+/// the records are the kiln_buffer handles. The kit then keeps no registry, no lock and
+/// no counters of its own on the allocation path, which every op takes. In exchange
+/// the device checks the handles it is given back (a foreign or freed one must throw
+/// INVALID_ARGUMENT, not crash) and memory_stats reports all of its statistics (the
+/// kit's own counters stay 0). Both in-tree plugins are built this way.
+class CachingDevice : public Device {
+ public:
+  /// What allocate_block returns: the handle the frontend gets and its memory.
+  struct Block {
+    kiln_buffer* handle;
+    void* data;
+  };
+  /// As Device::allocate (same rules for `bytes`, `alignment` and out of memory),
+  /// returning the block's handle as well.
+  virtual Block allocate_block(size_t bytes, size_t alignment, Stream* stream) = 0;
+  /// As Device::deallocate, for a handle allocate_block returned (checked here).
+  virtual void deallocate_block(kiln_buffer* handle, Stream* stream) = 0;
+
+ private:
+  // Never called for a CachingDevice: the kit calls the block functions instead.
+  void* allocate(size_t, size_t, Stream*) final { return nullptr; }
+  void deallocate(void*, Stream*) final {}
+};
+
 /// The plugin as a whole: its devices. Constructed once, at the first
 /// kiln_plugin_init (so a constructor may read the environment, probe drivers, and
 /// throw: the loader then records the message and skips the plugin), and never
@@ -181,6 +229,9 @@ class Backend {
   /// Device `index` (checked by the kit to be in [0, device_count())). Called once per
   /// index, when the frontend opens it; the reference must stay valid for the process.
   virtual Device& device(int32_t index) = 0;
+  /// True when its devices copy to one another directly (Device::copy_peer); the kit
+  /// then offers `copy_peer` in the plugin's table. Asked once, after construction.
+  virtual bool peer_copies() { return false; }
   /// Free-form diagnostics for kiln-info (e.g. driver version, why there are no
   /// devices). Asked once; the kit keeps the text.
   virtual std::string describe() { return {}; }

@@ -47,6 +47,7 @@ inline DeviceSlot& open_slot(int32_t index) {
     fresh->index = index;
     fresh->label = str_cat(s.name, ":", index);
     fresh->device = &s.backend->device(index);
+    fresh->caching = dynamic_cast<CachingDevice*>(fresh->device);
     slot = std::move(fresh);
   }
   return *slot;
@@ -78,6 +79,49 @@ inline kiln_status* device_open(void*, int32_t index, kiln_device** device) {
 
 // -- memory ------------------------------------------------------------------------------
 
+// A buffer the kit keeps a record of (a Device that is not a CachingDevice).
+[[gnu::noinline]] inline void allocate_record(DeviceSlot& slot, size_t bytes, size_t alignment,
+                                              Stream* s, kiln_buffer** buffer, void** data) {
+  auto record = std::make_unique<BufferRecord>(BufferRecord{nullptr, bytes});
+  record->data = slot.device->allocate(bytes, alignment, s);
+  if (record->data == nullptr) {
+    std::lock_guard lock(slot.mutex);
+    throw Error(KILN_STATUS_OUT_OF_MEMORY, str_cat("out of memory: requested ", bytes, " bytes; ",
+                                                   slot.bytes_in_use, " bytes in use"));
+  }
+  if (reinterpret_cast<uintptr_t>(record->data) % alignment != 0) {
+    slot.device->deallocate(record->data, s);
+    throw Error(KILN_STATUS_INTERNAL, str_cat("Device::allocate returned ", record->data,
+                                              ", which is not aligned to ", alignment));
+  }
+  try {
+    std::lock_guard lock(slot.mutex);
+    slot.buffers.insert(record.get());
+    slot.bytes_in_use += bytes;
+    slot.peak_bytes_in_use = std::max(slot.peak_bytes_in_use, slot.bytes_in_use);
+    slot.num_allocations += 1;
+  } catch (...) {
+    slot.device->deallocate(record->data, s);
+    throw;
+  }
+  *data = record->data;
+  *buffer = reinterpret_cast<kiln_buffer*>(record.release());
+}
+
+[[gnu::noinline]] inline void deallocate_record(DeviceSlot& slot, kiln_buffer* buffer, Stream* s) {
+  auto* record = reinterpret_cast<BufferRecord*>(buffer);
+  {
+    std::lock_guard lock(slot.mutex);
+    KILN_SDK_CHECK(slot.buffers.erase(record) == 1, KILN_STATUS_INVALID_ARGUMENT,
+                   "unknown buffer handle ", static_cast<void*>(buffer), " (never allocated on ",
+                   slot.label, ", or already freed)");
+    slot.bytes_in_use -= record->bytes;
+  }
+  std::unique_ptr<BufferRecord> owned(record);
+  slot.device->deallocate(owned->data, s);
+}
+
+// Every op allocates its outputs here, so the CachingDevice path is kept short.
 inline kiln_status* allocate(kiln_device* device, size_t bytes, size_t alignment,
                              kiln_stream* stream, kiln_buffer** buffer, void** data) {
   return boundary("allocate", device, [&] {
@@ -87,48 +131,22 @@ inline kiln_status* allocate(kiln_device* device, size_t bytes, size_t alignment
     KILN_SDK_CHECK(alignment != 0 && (alignment & (alignment - 1)) == 0,
                    KILN_STATUS_INVALID_ARGUMENT, "alignment ", alignment, " is not a power of two");
     Stream* s = stream_of(slot, stream);
-    auto record = std::make_unique<BufferRecord>(BufferRecord{nullptr, bytes});
-    record->data = slot.device->allocate(bytes, alignment, s);
-    if (record->data == nullptr) {
-      std::lock_guard lock(slot.mutex);
-      throw Error(KILN_STATUS_OUT_OF_MEMORY, str_cat("out of memory: requested ", bytes, " bytes; ",
-                                                     slot.bytes_in_use, " bytes in use"));
-    }
-    if (reinterpret_cast<uintptr_t>(record->data) % alignment != 0) {
-      slot.device->deallocate(record->data, s);
-      throw Error(KILN_STATUS_INTERNAL, str_cat("Device::allocate returned ", record->data,
-                                                ", which is not aligned to ", alignment));
-    }
-    try {
-      std::lock_guard lock(slot.mutex);
-      slot.buffers.insert(record.get());
-      slot.bytes_in_use += bytes;
-      slot.peak_bytes_in_use = std::max(slot.peak_bytes_in_use, slot.bytes_in_use);
-      slot.num_allocations += 1;
-    } catch (...) {
-      slot.device->deallocate(record->data, s);
-      throw;
-    }
-    *data = record->data;
-    *buffer = reinterpret_cast<kiln_buffer*>(record.release());
+    if (slot.caching == nullptr) return allocate_record(slot, bytes, alignment, s, buffer, data);
+    const CachingDevice::Block block = slot.caching->allocate_block(bytes, alignment, s);
+    KILN_SDK_CHECK(block.handle != nullptr && block.data != nullptr, KILN_STATUS_OUT_OF_MEMORY,
+                   "out of memory: requested ", bytes, " bytes");
+    *data = block.data;
+    *buffer = block.handle;
   });
 }
 
 inline kiln_status* deallocate(kiln_device* device, kiln_buffer* buffer, kiln_stream* stream) {
   return boundary("deallocate", device, [&] {
     DeviceSlot& slot = slot_of(device);
-    if (buffer == nullptr) return;  // like free(NULL)
+    KILN_SDK_CHECK(buffer != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null buffer handle");
     Stream* s = stream_of(slot, stream);
-    auto* record = reinterpret_cast<BufferRecord*>(buffer);
-    {
-      std::lock_guard lock(slot.mutex);
-      KILN_SDK_CHECK(slot.buffers.erase(record) == 1, KILN_STATUS_INVALID_ARGUMENT,
-                     "unknown buffer handle ", static_cast<void*>(buffer), " (never allocated on ",
-                     slot.label, ", or already freed)");
-      slot.bytes_in_use -= record->bytes;
-    }
-    std::unique_ptr<BufferRecord> owned(record);
-    slot.device->deallocate(owned->data, s);
+    if (slot.caching == nullptr) return deallocate_record(slot, buffer, s);
+    slot.caching->deallocate_block(buffer, s);
   });
 }
 
@@ -190,7 +208,8 @@ inline kiln_status* stream_create(kiln_device* device, kiln_stream** stream) {
 inline kiln_status* stream_destroy(kiln_device* device, kiln_stream* stream) {
   return boundary("stream_destroy", device, [&] {
     DeviceSlot& slot = slot_of(device);
-    if (stream == nullptr) return;  // the default stream is never destroyed
+    KILN_SDK_CHECK(stream != nullptr, KILN_STATUS_INVALID_ARGUMENT,
+                   "the default (NULL) stream cannot be destroyed");
     {
       std::lock_guard lock(slot.mutex);
       KILN_SDK_CHECK(slot.streams.erase(stream) == 1, KILN_STATUS_INVALID_ARGUMENT,
@@ -261,10 +280,31 @@ inline kiln_status* event_elapsed(kiln_device* device, kiln_event* start, kiln_e
   });
 }
 
+// A stream may wait for an event of any device of the plugin (multi-device code
+// orders one device's work after another's this way): the event's own device first,
+// then the others that are open.
+inline Event& event_of_any_device(DeviceSlot& slot, kiln_event* event) {
+  KILN_SDK_CHECK(event != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null event handle");
+  {
+    std::lock_guard lock(slot.mutex);
+    if (slot.events.count(event) != 0) return *reinterpret_cast<Event*>(event);
+  }
+  PluginState& s = *slot.plugin;
+  std::lock_guard open_lock(s.open_mutex);
+  for (const auto& other : s.slots) {
+    if (!other || other.get() == &slot) continue;
+    std::lock_guard lock(other->mutex);
+    if (other->events.count(event) != 0) return *reinterpret_cast<Event*>(event);
+  }
+  throw Error(KILN_STATUS_INVALID_ARGUMENT,
+              str_cat("unknown event handle ", static_cast<void*>(event),
+                      " (never created on a device of this plugin, or already destroyed)"));
+}
+
 inline kiln_status* stream_wait_event(kiln_device* device, kiln_stream* stream, kiln_event* event) {
   return boundary("stream_wait_event", device, [&] {
     DeviceSlot& slot = slot_of(device);
-    slot.device->wait_event(stream_of(slot, stream), event_of(slot, event));
+    slot.device->wait_event(stream_of(slot, stream), event_of_any_device(slot, event));
   });
 }
 
@@ -272,6 +312,21 @@ inline kiln_status* event_synchronize(kiln_device* device, kiln_event* event) {
   return boundary("event_synchronize", device, [&] {
     DeviceSlot& slot = slot_of(device);
     slot.device->synchronize_event(event_of(slot, event));
+  });
+}
+
+inline kiln_status* copy_peer(kiln_device* dst_device, kiln_stream* stream, void* dst,
+                              kiln_device* src_device, const void* src, size_t bytes) {
+  return boundary("copy_peer", dst_device, [&] {
+    DeviceSlot& slot = slot_of(dst_device);
+    DeviceSlot& source = slot_of(src_device);
+    KILN_SDK_CHECK(source.plugin == slot.plugin, KILN_STATUS_INVALID_ARGUMENT,
+                   "the source device belongs to another plugin");
+    Stream* s = stream_of(slot, stream);
+    if (bytes == 0) return;
+    KILN_SDK_CHECK(dst != nullptr && src != nullptr, KILN_STATUS_INVALID_ARGUMENT,
+                   "null pointer (dst ", dst, ", src ", src, ") for ", bytes, " bytes");
+    slot.device->copy_peer(dst, *source.device, src, bytes, s);
   });
 }
 
@@ -384,9 +439,13 @@ kiln_status* plugin_init(const kiln_host_api* host, const kiln_plugin_api** api,
     // Published before the backend is built, so that its constructor may log.
     g_state.store(s.get(), std::memory_order_release);
     try {
-      static B backend_instance;  // constructed once; a throw leaves it unbuilt
-      s->backend = &backend_instance;
-      s->description = backend_instance.describe();
+      // Constructed once (a throw leaves it unbuilt, and the next init tries again) and
+      // never destroyed: buffers a program frees while its statics are destroyed at
+      // exit still reach a live backend.
+      static B* const backend_instance = new B();
+      s->backend = backend_instance;
+      s->description = backend_instance->describe();
+      if (backend_instance->peer_copies()) s->table.copy_peer = &copy_peer;
     } catch (...) {
       g_state.store(nullptr, std::memory_order_release);
       throw;

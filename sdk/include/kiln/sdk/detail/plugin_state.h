@@ -21,6 +21,7 @@ struct DeviceSlot {
   uint64_t magic = kMagic;
   PluginState* plugin = nullptr;
   Device* device = nullptr;
+  CachingDevice* caching = nullptr;  // the same device when it keeps its own blocks
   int32_t index = 0;
   std::string label;  // "acme:0"
 
@@ -56,35 +57,50 @@ inline PluginState& state() {
   return *s;
 }
 
+[[noreturn]] inline void bad_device_handle(const DeviceSlot* slot) {
+  throw Error(KILN_STATUS_INVALID_ARGUMENT,
+              slot == nullptr ? "null device handle" : "not a device handle of this plugin");
+}
+
+// Every entry point's first step, so the check is two compares and the message is
+// built out of line.
 inline DeviceSlot& slot_of(kiln_device* handle) {
   auto* slot = reinterpret_cast<DeviceSlot*>(handle);
-  KILN_SDK_CHECK(slot != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null device handle");
-  KILN_SDK_CHECK(slot->magic == DeviceSlot::kMagic, KILN_STATUS_INVALID_ARGUMENT,
-                 "not a device handle of this plugin");
+  if (slot == nullptr || slot->magic != DeviceSlot::kMagic) [[unlikely]]
+    bad_device_handle(slot);
   return *slot;
 }
 
 // Runs `fn` at the ABI boundary: exceptions become a status whose message names the
 // plugin, the function and (when known) the device. The context string is built only
 // on failure, so the success path costs nothing.
+// The exception in flight (call only inside a catch block) as a status whose message
+// names the plugin, the function and (when known) the device. Out of line: the
+// success path of every entry point stays small enough to inline.
+[[gnu::cold, gnu::noinline]] inline kiln_status* failure_status(const char* function,
+                                                                kiln_device* device) noexcept {
+  std::string context;
+  try {
+    PluginState* s = g_state.load(std::memory_order_acquire);
+    context = s != nullptr && s->name != nullptr ? s->name : "plugin";
+    context += ": ";
+    context += function;
+    auto* slot = reinterpret_cast<DeviceSlot*>(device);
+    if (slot != nullptr && slot->magic == DeviceSlot::kMagic) context += " on " + slot->label;
+  } catch (...) {
+    context.clear();
+  }
+  return guard(context, [] { throw; });
+}
+
+// Runs `fn` at the ABI boundary: exceptions become failure_status's status.
 template <class Fn>
 kiln_status* boundary(const char* function, kiln_device* device, Fn&& fn) noexcept {
   try {
     fn();
     return nullptr;
   } catch (...) {
-    std::string context;
-    try {
-      PluginState* s = g_state.load(std::memory_order_acquire);
-      context = s != nullptr && s->name != nullptr ? s->name : "plugin";
-      context += ": ";
-      context += function;
-      auto* slot = reinterpret_cast<DeviceSlot*>(device);
-      if (slot != nullptr && slot->magic == DeviceSlot::kMagic) context += " on " + slot->label;
-    } catch (...) {
-      context.clear();
-    }
-    return guard(context, [] { throw; });
+    return failure_status(function, device);
   }
 }
 
@@ -104,6 +120,7 @@ Handle* checked_handle(DeviceSlot& slot, const std::unordered_set<const void*>& 
 }
 
 inline Stream* stream_of(DeviceSlot& slot, kiln_stream* stream) {
+  if (stream == nullptr) return nullptr;  // the default stream: the hot path, no lock
   return checked_handle<Stream>(slot, slot.streams, stream, "stream");
 }
 

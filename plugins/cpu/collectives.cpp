@@ -397,7 +397,7 @@ kiln_status* comm_init_group(void*, kiln_device* const* devices, int32_t count,
     std::vector<Device*> members;
     std::set<Device*> seen;
     for (int32_t i = 0; i < count; ++i) {
-      Device* d = &from_handle(devices[i]);
+      Device* d = &sdk::device_from_handle<Device>(devices[i]);
       KILN_SDK_CHECK(seen.insert(d).second, KILN_STATUS_INVALID_ARGUMENT, d->label(),
                      " appears twice in the group (a device can hold only one rank)");
       members.push_back(d);

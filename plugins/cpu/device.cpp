@@ -109,6 +109,7 @@ Backend::Backend() {
   const uint64_t limit = total_memory_ != 0 ? total_memory_ : UINT64_MAX;
   for (int i = 0; i < num_devices; ++i)
     devices_.push_back(std::make_unique<Device>(*this, i, limit));
+  kernel_table();  // now, so that a broken table (two kernels for one op) fails the load
   sdk::log(KILN_LOG_DEBUG, "initialized: " + description_);
 }
 

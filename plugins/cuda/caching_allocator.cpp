@@ -113,7 +113,7 @@ bool CachingAllocator::idle(Block* block) {
     // more work than one recorded at release time would, never less.
     block->event = device_.events().get();
     try {
-      device_.record_event(block->event, block->stream, "recording a reuse event");
+      device_.record_cuda_event(block->event, block->stream, "recording a reuse event");
     } catch (...) {
       release_event(block);
       throw;
@@ -203,7 +203,7 @@ void CachingAllocator::deallocate(Allocation* allocation, cudaStream_t stream) {
     device_.make_current();
     event = device_.events().get();
     try {
-      device_.record_event(event, stream, "recording a release event");
+      device_.record_cuda_event(event, stream, "recording a release event");
     } catch (...) {
       device_.events().put(event);
       throw;

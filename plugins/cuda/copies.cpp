@@ -1,5 +1,5 @@
-#include "copies.h"
-
+// copies.cpp — Device::copy: host<->device through pinned staging (staging.h),
+// device<->device on the copy engines, and peer copies between GPUs.
 #include <cuda_runtime.h>
 
 #include <mutex>
@@ -66,34 +66,25 @@ void device_to_device(Device& device, void* dst, const void* src, size_t bytes,
 
 }  // namespace
 
-kiln_status* copy(kiln_device* device, kiln_stream* stream, int32_t kind, void* dst,
-                  const void* src, size_t bytes) {
-  // No "copy:" prefix: the frontend already says "copy on cuda:0", and every message
-  // below names the CUDA call or the op that failed.
-  return sdk::guard([&] {
-    Device& d = from_handle(device);
-    KILN_SDK_CHECK(kind >= KILN_COPY_HOST_TO_DEVICE && kind <= KILN_COPY_DEVICE_TO_DEVICE,
-                   KILN_STATUS_INVALID_ARGUMENT, "copy: unknown copy kind ", kind);
-    KILN_SDK_CHECK(bytes == 0 || (dst != nullptr && src != nullptr), KILN_STATUS_INVALID_ARGUMENT,
-                   "copy: null pointer (dst ", dst, ", src ", src, ", ", bytes, " bytes)");
-    if (bytes == 0) return;
-    const cudaStream_t s = stream_of(d, stream);
-    d.make_current();
-    switch (kind) {
-      case KILN_COPY_HOST_TO_DEVICE:
-        d.staging().host_to_device(dst, src, bytes, s);
-        break;
-      case KILN_COPY_DEVICE_TO_HOST:
-        d.staging().device_to_host(dst, src, bytes, s);
-        // The host has waited for everything before the copy on this stream: the place
-        // to report what the GPU found in those ops.
-        check_device_errors(d, s, "at a device-to-host copy");
-        break;
-      default:
-        device_to_device(d, dst, src, bytes, s);
-        break;
-    }
-  });
+// The kit has checked the kind and the pointers, and answers 0-byte copies itself.
+void Device::copy(sdk::CopyKind kind, void* dst, const void* src, size_t bytes,
+                  sdk::Stream* stream) {
+  const cudaStream_t s = cuda_stream(stream);
+  make_current();
+  switch (kind) {
+    case sdk::CopyKind::HostToDevice:
+      staging_->host_to_device(dst, src, bytes, s);
+      break;
+    case sdk::CopyKind::DeviceToHost:
+      staging_->device_to_host(dst, src, bytes, s);
+      // The host has waited for everything before the copy on this stream: the place
+      // to report what the GPU found in those ops.
+      check_device_errors(*this, s, "at a device-to-host copy");
+      break;
+    case sdk::CopyKind::DeviceToDevice:
+      device_to_device(*this, dst, src, bytes, s);
+      break;
+  }
 }
 
 }  // namespace kiln::cuda

@@ -100,12 +100,52 @@ void Device::open_locked() {
   empty_allocation_ = error_flags_->spare_device_bytes();
   if (!allocator_) allocator_ = make_allocator(config_.allocator, *this);
   if (!staging_) staging_ = std::make_unique<Staging>(*this);
-  if (bindings_.empty()) {
-    const KernelList& entries = kernel_table().entries();
-    bindings_.reserve(entries.size());
-    for (const KernelEntry& entry : entries) bindings_.push_back(Binding{&entry, this});
-  }
 }
+
+// -- the kit's Device: memory, description, kernels ------------------------------------
+// (streams and events: streams.cpp; copies: copies.cpp)
+
+sdk::CachingDevice::Block Device::allocate_block(size_t bytes, size_t alignment,
+                                                 sdk::Stream* stream) {
+  Allocation* a = allocator_->allocate(bytes, alignment, cuda_stream(stream));
+  return {reinterpret_cast<kiln_buffer*>(a), a->data};
+}
+
+void Device::deallocate_block(kiln_buffer* handle, sdk::Stream* stream) {
+  allocator_->deallocate(checked_allocation(handle, *allocator_), cuda_stream(stream));
+}
+
+void Device::properties(kiln_device_properties& out) {
+  std::snprintf(out.name, sizeof out.name, "%.127s", properties_.name);  // 256 bytes in CUDA
+  out.kind = KILN_DEVICE_KIND_GPU;
+  out.compute_capability_major = properties_.major;
+  out.compute_capability_minor = properties_.minor;
+  out.multiprocessor_count = properties_.multiProcessorCount;
+  out.total_memory_bytes = properties_.totalGlobalMem;
+  // Free memory needs a context; creating one (hundreds of MB, ~0.1 s) just to list
+  // the devices would make every kiln-info pay for it. Unknown (0) until opened.
+  if (is_open()) {
+    size_t free_bytes = 0;
+    size_t total_bytes = 0;
+    make_current();
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+      out.free_memory_bytes = free_bytes;
+    } else {
+      cudaGetLastError();
+    }
+  }
+  out.memory_alignment = kAlignment;
+}
+
+void Device::memory_stats(kiln_memory_stats& stats) {
+  const size_t struct_size = stats.struct_size;
+  stats = allocator_->stats();
+  stats.struct_size = struct_size;
+}
+
+void Device::empty_cache() { allocator_->empty_cache(); }
+
+const sdk::KernelTable* Device::kernels() { return &kernel_table(); }
 
 namespace {
 
@@ -154,7 +194,7 @@ void Device::wait_stream(cudaStream_t stream, const char* what) {
   }
 }
 
-void Device::wait_event(cudaEvent_t event, const char* what) {
+void Device::wait_for_event(cudaEvent_t event, const char* what) {
   count_host_wait();
   if (const cudaError_t status = cudaEventSynchronize(event); status != cudaSuccess) {
     fail(status, what);
@@ -179,7 +219,7 @@ bool Device::event_done(cudaEvent_t event) {
   return false;
 }
 
-void Device::record_event(cudaEvent_t event, cudaStream_t stream, const char* what) {
+void Device::record_cuda_event(cudaEvent_t event, cudaStream_t stream, const char* what) {
   if (const cudaError_t status = cudaEventRecord(event, stream); status != cudaSuccess) {
     fail(status, what);
   }
@@ -244,15 +284,6 @@ cudnnHandle_t Device::cudnn_handle() {
 }
 
 // -- handles and helpers ---------------------------------------------------------------------
-
-Device& from_handle(kiln_device* device) {
-  auto* d = reinterpret_cast<Device*>(device);
-  KILN_SDK_CHECK(d != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null device handle");
-  KILN_SDK_CHECK(d->valid(), KILN_STATUS_INVALID_ARGUMENT, "not a CUDA device handle");
-  KILN_SDK_CHECK(d->is_open(), KILN_STATUS_INVALID_ARGUMENT, d->label(),
-                 " has not been opened (device_open)");
-  return *d;
-}
 
 std::string human_bytes(uint64_t bytes) {
   static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};

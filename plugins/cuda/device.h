@@ -1,6 +1,9 @@
 // device.h — one GPU as the plugin sees it: its CUDA ordinal and properties, and,
 // once opened, its default stream, allocator, pinned staging, device-error slots,
-// event pool, library handles and the kernel bindings get_kernel hands out.
+// event pool and library handles. It is the plugin kit's Device (kiln/sdk/plugin.h):
+// a CachingDevice whose allocator's Allocation records are the buffer handles, with
+// asynchronous streams and events on cudaStream_t and cudaEvent_t (streams.cpp) and
+// copies through pinned staging (copies.cpp).
 //
 // A Device is created for every usable GPU when the plugin loads, without touching
 // the GPU; `open()` (device_open) creates the CUDA context and everything else, once.
@@ -26,6 +29,7 @@
 #include <vector>
 
 #include "kiln/c_api.h"
+#include "kiln/sdk/plugin.h"
 #include "launch.h"
 #include "plugin_state.h"
 
@@ -35,11 +39,18 @@ class Allocator;
 class ErrorFlags;
 class Staging;
 
-/// What get_kernel hands out as a kernel's context: the entry and the device, so a
-/// call (whose arguments carry only the stream) knows both.
-struct Binding {
-  const KernelEntry* entry;
-  Device* device;
+/// A stream made by stream_create: a non-blocking cudaStream_t of its device.
+struct CudaStream : sdk::Stream {
+  cudaStream_t stream = nullptr;
+};
+
+/// An event made by event_create (timing enabled, for event_elapsed).
+struct CudaEvent : sdk::Event {
+  cudaEvent_t event = nullptr;
+  // Set by record_event: the stream and the error-slot watermark at that point, so
+  // synchronize_event checks exactly the ops the event covers.
+  cudaStream_t recorded_on = nullptr;
+  uint64_t watermark = 0;
 };
 
 /// Reusable cudaEvent_t (timing disabled) of one device. Thread-safe.
@@ -57,12 +68,46 @@ class EventPool {
   std::vector<cudaEvent_t> free_;
 };
 
-class Device {
+class Device final : public sdk::CachingDevice {
  public:
   Device(int32_t index, int ordinal, const cudaDeviceProp& properties, const Config& config);
-  ~Device();  // never runs in practice: devices live as long as the process
+  ~Device() override;  // never runs in practice: devices live as long as the process
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
+
+  // -- the kit's Device (the ABI's entries; the kit has checked handles and arguments) --
+  /// Creates the context and the per-device machinery on the first call; later calls
+  /// return at once. Thread-safe; throws kiln::sdk::Error (DEVICE_ERROR) on failure,
+  /// and a later call tries again.
+  void open() override;
+  Block allocate_block(size_t bytes, size_t alignment, sdk::Stream* stream) override;
+  void deallocate_block(kiln_buffer* handle, sdk::Stream* stream) override;
+  /// HOST_TO_DEVICE returns once `src` may be reused (the GPU copy may still be
+  /// queued); DEVICE_TO_HOST returns once `dst` holds the data, and reports any
+  /// device-side error of the ops before it on the stream; DEVICE_TO_DEVICE is
+  /// enqueued only. A DEVICE_TO_DEVICE copy whose source or destination lives on
+  /// another GPU (unified addressing tells) becomes a peer copy, ordered on `stream`
+  /// of this device only: work on the other GPU must be ordered with events.
+  void copy(sdk::CopyKind kind, void* dst, const void* src, size_t bytes,
+            sdk::Stream* stream) override;
+  void properties(kiln_device_properties& properties) override;
+  void memory_stats(kiln_memory_stats& stats) override;
+  void empty_cache() override;
+  std::unique_ptr<sdk::Stream> create_stream() override;
+  void destroy_stream(sdk::Stream& stream) override;
+  void synchronize(sdk::Stream* stream) override;
+  std::unique_ptr<sdk::Event> create_event() override;
+  void destroy_event(sdk::Event& event) override;
+  void record_event(sdk::Event& event, sdk::Stream* stream) override;
+  void wait_event(sdk::Stream* stream, sdk::Event& event) override;
+  void synchronize_event(sdk::Event& event) override;
+  double elapsed_ms(sdk::Event& start, sdk::Event& end) override;
+  const sdk::KernelTable* kernels() override;
+
+  /// The CUDA stream behind a kit stream of this device (nullptr: the default stream).
+  cudaStream_t cuda_stream(sdk::Stream* stream) const noexcept {
+    return stream != nullptr ? static_cast<CudaStream*>(stream)->stream : default_stream_;
+  }
 
   int32_t index() const noexcept { return index_; }
   int ordinal() const noexcept { return ordinal_; }
@@ -70,13 +115,6 @@ class Device {
   const Config& config() const noexcept { return config_; }
   /// "cuda:0", for messages.
   const std::string& label() const noexcept { return label_; }
-  /// True for handles this plugin made (a cheap guard against foreign pointers).
-  bool valid() const noexcept { return tag_ == kTag; }
-
-  /// Creates the context and the per-device machinery on the first call; later calls
-  /// return at once. Thread-safe; throws kiln::sdk::Error (DEVICE_ERROR) on failure,
-  /// and a later call tries again.
-  void open();
   bool is_open() const noexcept { return open_.load(std::memory_order_acquire); }
 
   /// Makes this device the calling thread's current CUDA device.
@@ -93,8 +131,6 @@ class Device {
   ErrorFlags& error_flags() noexcept { return *error_flags_; }
   Staging& staging() noexcept { return *staging_; }
   EventPool& events() noexcept { return events_; }
-  /// One binding per entry of kernel_table(), in its order.
-  const std::vector<Binding>& bindings() const noexcept { return bindings_; }
   /// A valid device pointer for 0-byte allocations (never read or written).
   void* empty_allocation() const noexcept { return empty_allocation_; }
 
@@ -109,7 +145,7 @@ class Device {
   // turns a CUDA error into kiln::sdk::Error naming `what`, the device, and the last
   // op enqueued on it.
   void wait_stream(cudaStream_t stream, const char* what);
-  void wait_event(cudaEvent_t event, const char* what);
+  void wait_for_event(cudaEvent_t event, const char* what);
   void wait_device(const char* what);
   /// Counts a host wait done elsewhere (a synchronous CUDA call).
   void count_host_wait() noexcept { host_syncs_.fetch_add(1, std::memory_order_relaxed); }
@@ -117,7 +153,7 @@ class Device {
   /// Whether the work `event` recorded is done, without waiting (cudaEventQuery).
   bool event_done(cudaEvent_t event);
   /// cudaEventRecord(event, stream); throws naming `what` on failure.
-  void record_event(cudaEvent_t event, cudaStream_t stream, const char* what);
+  void record_cuda_event(cudaEvent_t event, cudaStream_t stream, const char* what);
 
   /// Records that `op` was enqueued (for counters and error messages).
   void note_op(const char* op) noexcept {
@@ -143,10 +179,8 @@ class Device {
   static constexpr size_t kAlignment = 256;  // of every allocation (cudaMalloc's guarantee)
 
  private:
-  static constexpr uint32_t kTag = 0x43554441u;  // "CUDA"
   void open_locked();
 
-  uint32_t tag_ = kTag;
   int32_t index_;
   int ordinal_;
   cudaDeviceProp properties_;
@@ -162,7 +196,6 @@ class Device {
   std::unique_ptr<Allocator> allocator_;
   std::unique_ptr<ErrorFlags> error_flags_;
   std::unique_ptr<Staging> staging_;
-  std::vector<Binding> bindings_;
 
   std::atomic<int32_t> user_streams_{0};
   std::atomic<uint64_t> host_syncs_{0};
@@ -170,12 +203,6 @@ class Device {
   std::atomic<uint64_t> flag_reads_{0};
   std::atomic<const char*> last_op_{nullptr};
 };
-
-inline kiln_device* to_handle(Device* device) { return reinterpret_cast<kiln_device*>(device); }
-
-/// The opened Device behind a handle; throws INVALID_ARGUMENT for NULL or a handle
-/// this plugin did not make.
-Device& from_handle(kiln_device* device);
 
 /// "1.5 GiB", for messages.
 std::string human_bytes(uint64_t bytes);

@@ -9,7 +9,6 @@
 #include "device.h"
 #include "kernels/registry.h"
 #include "kiln/sdk/status.h"
-#include "logging.h"
 #include "streams.h"
 
 namespace kiln::cuda {
@@ -37,7 +36,8 @@ class ScratchRelease {
       try {
         device_.allocator().deallocate(a, stream_);
       } catch (const std::exception& e) {
-        log(KILN_LOG_ERROR, std::string(state_.op) + ": releasing scratch memory: " + e.what());
+        sdk::log(KILN_LOG_ERROR,
+                 std::string(state_.op) + ": releasing scratch memory: " + e.what());
       }
     }
   }
@@ -66,57 +66,44 @@ kiln_status_code code_for(cudaError_t status) {
 }  // namespace
 
 kiln_status* run_bound_kernel(void* context, const kiln_op_args* args) noexcept {
-  const auto* binding = static_cast<const Binding*>(context);
-  if (binding == nullptr || binding->entry == nullptr || binding->device == nullptr) {
-    return sdk::make_status(KILN_STATUS_INVALID_ARGUMENT, "kiln op: null kernel context");
+  const auto* entry = static_cast<const sdk::KernelEntry*>(context);
+  if (entry == nullptr || entry->data == nullptr || args == nullptr) {
+    return sdk::make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "kiln op: null kernel context or arguments");
   }
-  const char* name = binding->entry->name;
-  Device& device = *binding->device;
+  const char* name = entry->name;
+  const auto& kernel = *static_cast<const KernelEntry*>(entry->data);
+  Device* device = nullptr;
   cudaStream_t stream = nullptr;
   kiln_status* status = sdk::guard(name, [&] {
-    device.make_current();
+    // Every catalogue op has an output, on the device the kernel was looked up for.
+    KILN_SDK_CHECK(args->num_outputs > 0 && args->outputs != nullptr, KILN_STATUS_INVALID_ARGUMENT,
+                   "no output operand to find the device by");
+    device = &sdk::device_from_handle<Device>(args->outputs[0].device);
+    device->make_current();
     const sdk::OpArgs op_args(args);
-    stream = stream_of(device, args->stream);
+    stream = device->cuda_stream(sdk::stream_from_handle(args->stream));
     NvtxRange range(name);
     LaunchState state;
     state.op = name;
     {
-      ScratchRelease release(device, stream, state);
-      const Launch launch(device, stream, &state);
-      binding->entry->impl(op_args, launch);
+      ScratchRelease release(*device, stream, state);
+      const Launch launch(*device, stream, &state);
+      kernel.impl(op_args, launch);
     }
-    device.note_op(name);
+    device->note_op(name);
     // A launch that failed (bad configuration, no kernel image for this GPU) is
     // reported here, by the op that made it, not by whoever synchronizes next.
     if (const cudaError_t launch_status = cudaGetLastError(); launch_status != cudaSuccess) {
-      device.fail(launch_status, "enqueuing the kernel");
+      device->fail(launch_status, "enqueuing the kernel");
     }
   });
-  if (status != nullptr || !device.config().sync_after_ops) return status;
+  if (status != nullptr || !device->config().sync_after_ops) return status;
   // KILN_CUDA_SYNC=1: the messages below name the op themselves.
   return sdk::guard([&] {
     const std::string where = sdk::str_cat("right after ", name, " (KILN_CUDA_SYNC=1)");
-    synchronize_stream(device, stream, where.c_str());
+    synchronize_stream(*device, stream, where.c_str());
   });
-}
-
-void lookup_kernel(Device& device, const char* name, int32_t version, kiln_kernel* kernel) {
-  KILN_SDK_CHECK(kernel != nullptr && name != nullptr, KILN_STATUS_INVALID_ARGUMENT,
-                 "null name or kernel");
-  KILN_SDK_CHECK(kernel->struct_size >= offsetof(kiln_kernel, run) + sizeof(kernel->run),
-                 KILN_STATUS_ABI_MISMATCH, "kiln_kernel.struct_size ", kernel->struct_size,
-                 " is too small to hold run");
-  kiln_kernel full{};
-  full.struct_size = kernel->struct_size;
-  const ptrdiff_t index = kernel_table().find(name, version);
-  if (index >= 0) {
-    const Binding& binding = device.bindings()[static_cast<size_t>(index)];
-    full.run = &run_bound_kernel;
-    full.context = const_cast<Binding*>(&binding);
-    full.supports = binding.entry->supports;
-    full.flags = binding.entry->flags;
-  }
-  std::memcpy(kernel, &full, std::min(kernel->struct_size, sizeof full));
 }
 
 // -- Launch ---------------------------------------------------------------------------------

@@ -1,10 +1,11 @@
-// dispatch.h — how get_kernel's kernels run: the per-call wrapper around every
+// dispatch.h — how get_kernel's kernels run: the per-call hook around every
 // KernelEntry::impl, and the bookkeeping behind Launch.
 //
-// get_kernel returns `run_bound_kernel` with a Binding (entry + device) as context.
-// Each call:
-//   1. makes the device current and resolves the stream (NULL: the device's default
-//      stream);
+// Every sdk::KernelEntry of the plugin's table (kernels/registry.h) has
+// `run_bound_kernel` as its `run` and the plugin's KernelEntry as its `data`; the
+// kit's get_kernel hands the sdk entry out as the kernel's context. Each call:
+//   1. finds the device from the first output's handle, makes it current and
+//      resolves the stream (NULL: the device's default stream);
 //   2. opens an NVTX range named after the op, so Nsight timelines read like the
 //      program;
 //   3. runs impl inside sdk::guard, so every error message starts with the op's name;
@@ -32,12 +33,8 @@ struct LaunchState {
   ErrorSlot* slot = nullptr;         // acquired on the first error_flag() call
 };
 
-/// The kiln_kernel.run of every kernel; `context` is a Binding.
+/// The kiln_kernel.run of every kernel; `context` is its sdk::KernelEntry.
 kiln_status* run_bound_kernel(void* context, const kiln_op_args* args) noexcept;
-
-/// Answers get_kernel for `device`: fills the fields of `kernel` that fit in its
-/// struct_size; an unknown op or version leaves `run` NULL (not an error).
-void lookup_kernel(Device& device, const char* name, int32_t version, kiln_kernel* kernel);
 
 }  // namespace kiln::cuda
 

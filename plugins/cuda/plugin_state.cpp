@@ -8,7 +8,6 @@
 
 #include "device.h"
 #include "kiln/sdk/status.h"
-#include "logging.h"
 
 #ifndef KILN_CUDA_MIN_ARCH
 #define KILN_CUDA_MIN_ARCH 90  // the oldest architecture the kernels are built for
@@ -36,14 +35,15 @@ Config read_config() {
   } else if (allocator == "direct") {
     config.allocator = AllocatorKind::Direct;
   } else {
-    log(KILN_LOG_WARNING, "KILN_CUDA_ALLOCATOR='" + allocator +
-                              "' is not caching, cuda_malloc_async or direct; using caching");
+    sdk::log(KILN_LOG_WARNING, "KILN_CUDA_ALLOCATOR='" + allocator +
+                                   "' is not caching, cuda_malloc_async or direct; using caching");
   }
   const std::string sync = env_or_empty("KILN_CUDA_SYNC");
   if (sync == "1") {
     config.sync_after_ops = true;
   } else if (!sync.empty() && sync != "0") {
-    log(KILN_LOG_WARNING, "KILN_CUDA_SYNC='" + sync + "' is not 0 or 1; ops stay asynchronous");
+    sdk::log(KILN_LOG_WARNING,
+             "KILN_CUDA_SYNC='" + sync + "' is not 0 or 1; ops stay asynchronous");
   }
   return config;
 }

@@ -60,7 +60,7 @@ size_t Staging::reserve(size_t bytes) {
     // Full. The oldest region is a chunk this very call still has to copy out: the
     // caller must drain it first.
     if (in_flight_.front().host_busy) return kNoRoom;
-    device_.wait_event(in_flight_.front().event, "waiting for the staging buffer");
+    device_.wait_for_event(in_flight_.front().event, "waiting for the staging buffer");
   }
 }
 
@@ -76,8 +76,8 @@ void Staging::host_to_device(void* dst, const void* src, size_t bytes, cudaStrea
     }
     cudaEvent_t event = device_.events().get();
     try {
-      device_.record_event(event, stream, "recording a copy event");
-      device_.wait_event(event, "copy (host to device, pinned)");
+      device_.record_cuda_event(event, stream, "recording a copy event");
+      device_.wait_for_event(event, "copy (host to device, pinned)");
     } catch (...) {
       device_.events().put(event);
       throw;
@@ -99,7 +99,7 @@ void Staging::host_to_device(void* dst, const void* src, size_t bytes, cudaStrea
     }
     cudaEvent_t event = device_.events().get();
     try {
-      device_.record_event(event, stream, "recording a staging event");
+      device_.record_cuda_event(event, stream, "recording a staging event");
       in_flight_.push_back(InFlight{offset, offset + n, event, false});
     } catch (...) {
       // The region cannot be tracked, so it must not be reused before the copy ends.
@@ -165,7 +165,7 @@ void Staging::device_to_host(void* dst, const void* src, size_t bytes, cudaStrea
         cudaEvent_t event = device_.events().get();
         in_flight_.push_back(InFlight{offset, offset + n, event, true});
         head_ = offset + n;
-        device_.record_event(event, stream, "recording a staging event");
+        device_.record_cuda_event(event, stream, "recording a staging event");
         pending.push_back(Pending{done, n, offset, event});
         done += n;
       } else {

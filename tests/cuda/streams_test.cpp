@@ -164,7 +164,7 @@ TEST_F(CudaStreams, HandlesAreChecked) {
   ASSERT_EQ(take(api->event_create(device, &event)), "");
   // An event passed as a stream, and the default stream passed to stream_destroy.
   EXPECT_NE(take(api->stream_synchronize(device, reinterpret_cast<kiln_stream*>(event)))
-                .find("not a stream"),
+                .find("unknown stream handle"),
             std::string::npos);
   EXPECT_NE(take(api->stream_destroy(device, nullptr)).find("default"), std::string::npos);
   EXPECT_EQ(take(api->event_destroy(device, event)), "");

@@ -71,6 +71,8 @@ class CachingTestDevice : public kiln::sdk::CachingDevice {
 
 class OtherDevice : public kiln::sdk::Device {
  public:
+  void open() override { ++opens; }
+  int opens = 0;
   void* allocate(size_t, size_t, kiln::sdk::Stream*) override { return nullptr; }
   void deallocate(void*, kiln::sdk::Stream*) override {}
   void copy(kiln::sdk::CopyKind, void*, const void*, size_t, kiln::sdk::Stream*) override {}
@@ -317,6 +319,12 @@ TEST_F(PluginKit, PropertiesHaveDefaultsAndRespectTheCallersSize) {
   kiln_device_properties p{};
   p.struct_size = sizeof p;
   ASSERT_EQ(take(api->device_get_properties(api->context, 1, &p)).code, KILN_STATUS_OK);
+  auto& second = kiln::sdk::detail::state().backend->device(1);
+  EXPECT_EQ(dynamic_cast<kittest::OtherDevice&>(second).opens, 0)
+      << "describing a device does not open it";
+  kiln_device* handle = nullptr;
+  ASSERT_EQ(take(api->device_open(api->context, 1, &handle)).code, KILN_STATUS_OK);
+  EXPECT_EQ(dynamic_cast<kittest::OtherDevice&>(second).opens, 1) << "Device::open at device_open";
   EXPECT_STREQ(p.name, "kittest device 1");
   EXPECT_EQ(p.kind, KILN_DEVICE_KIND_ACCELERATOR);
   // An older caller whose struct ends after `kind`: nothing beyond it is written.
@@ -362,6 +370,20 @@ TEST_F(PluginKit, KernelExceptionsBecomeStatusesNamingTheOp) {
   EXPECT_EQ(wrong_type.code, KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(wrong_type.message.find("another Device type"), std::string::npos)
       << wrong_type.message;
+}
+
+TEST(PluginKitTable, TwoKernelsForOneOpAreRefused) {
+  try {
+    const kiln::sdk::KernelTable table({
+        {"kiln.add", &kiln::sdk::run_kernel<kittest::test_throw>, nullptr, 0},
+        {"kiln.neg", &kiln::sdk::run_kernel<kittest::test_throw>, nullptr, 0},
+        {"kiln.add", &kiln::sdk::run_kernel<kittest::test_throw>, nullptr, 0},
+    });
+    FAIL() << "a table with kiln.add twice was accepted";
+  } catch (const kiln::sdk::Error& e) {
+    EXPECT_EQ(e.code(), KILN_STATUS_INTERNAL);
+    EXPECT_STREQ(e.what(), "two kernels are registered for kiln.add");
+  }
 }
 
 TEST_F(PluginKit, LogRespectsTheHostsLevel) {

@@ -1,17 +1,12 @@
 #include "kernels/registry.h"
 
-#include <algorithm>
-#include <cstring>
+#include <utility>
 
-#include "kiln/sdk/status.h"
+#include "dispatch.h"
 
 namespace kiln::cuda {
 
 namespace {
-
-bool name_less(const KernelEntry& a, const KernelEntry& b) {
-  return std::strcmp(a.name, b.name) < 0;
-}
 
 KernelList build_table() {
   KernelList list;
@@ -36,27 +31,16 @@ KernelList build_table() {
 
 }  // namespace
 
-KernelTable::KernelTable(KernelList entries) : entries_(std::move(entries)) {
-  std::sort(entries_.begin(), entries_.end(), name_less);
-  const auto twice = std::adjacent_find(
-      entries_.begin(), entries_.end(),
-      [](const KernelEntry& a, const KernelEntry& b) { return std::strcmp(a.name, b.name) == 0; });
-  KILN_SDK_CHECK(twice == entries_.end(), KILN_STATUS_INTERNAL, "two kernels are registered for ",
-                 twice->name);
-}
-
-std::ptrdiff_t KernelTable::find(const char* name, int32_t version) const {
-  if (name == nullptr || version != 1) return -1;
-  const KernelEntry key{name, nullptr, nullptr, 0};
-  const auto it = std::lower_bound(entries_.begin(), entries_.end(), key, name_less);
-  if (it == entries_.end() || std::strcmp(it->name, name) != 0) return -1;
-  return it - entries_.begin();
-}
-
-const KernelTable& kernel_table() {
-  // Deliberately never destroyed: every device's bindings point into it, and a kernel
-  // may still run while static objects are destroyed at exit.
-  static const KernelTable* table = new KernelTable(build_table());
+const sdk::KernelTable& kernel_table() {
+  static const sdk::KernelTable* table = [] {
+    const KernelList* kernels = new KernelList(build_table());  // what the entries point at
+    sdk::KernelList entries;
+    entries.reserve(kernels->size());
+    for (const KernelEntry& k : *kernels) {
+      entries.push_back({k.name, &run_bound_kernel, k.supports, k.flags, &k});
+    }
+    return new sdk::KernelTable(std::move(entries));
+  }();
   return *table;
 }
 

@@ -8,9 +8,7 @@
 #ifndef KILN_CUDA_KERNELS_REGISTRY_H
 #define KILN_CUDA_KERNELS_REGISTRY_H
 
-#include <cstddef>
-#include <cstdint>
-
+#include "kiln/sdk/kernel_table.h"
 #include "launch.h"
 
 namespace kiln::cuda {
@@ -33,23 +31,11 @@ void add_loss_kernels(KernelList& list);      // nll_loss and backward
 void add_scatter_kernels(KernelList& list);   // index_add, scatter_add
 void add_optim_kernels(KernelList& list);     // sgd_step, adam_step
 
-/// Every kernel of the plugin, sorted by name; built once, lives for the process.
-class KernelTable {
- public:
-  /// Throws kiln::sdk::Error (INTERNAL) if two entries share a name.
-  explicit KernelTable(KernelList entries);
-
-  /// Index in entries() of the kernel for (name, version), or -1. Every op of the
-  /// catalogue is at version 1.
-  std::ptrdiff_t find(const char* name, int32_t version) const;
-
-  const KernelList& entries() const noexcept { return entries_; }
-
- private:
-  KernelList entries_;
-};
-
-const KernelTable& kernel_table();
+/// Every kernel of the plugin, for the kit's get_kernel: one sdk::KernelEntry per
+/// KernelEntry, each running through the per-call hook run_bound_kernel (dispatch.h)
+/// with the KernelEntry as its `data`. Built once (two kernels for one op throw
+/// INTERNAL), never destroyed: a kernel may still run while statics are destroyed at exit.
+const sdk::KernelTable& kernel_table();
 
 }  // namespace kiln::cuda
 

@@ -45,6 +45,11 @@ struct KernelEntry {
   kiln_kernel_fn run;   // receives a pointer to this entry as its context
   SupportsFn supports;  // nullptr: every valid argument list
   uint32_t flags;       // KILN_KERNEL_*
+  /// The plugin's own data for this kernel. A plugin whose every call needs the same
+  /// work around the kernel (make its device current, pick the stream, release
+  /// scratch memory, check for launch errors) points `run` of every entry at one
+  /// wrapper, its per-call hook, and `data` at what that wrapper then calls.
+  const void* data = nullptr;
 };
 
 using KernelList = std::vector<KernelEntry>;
@@ -91,10 +96,18 @@ inline int32_t guarded_supports(void* context, const kiln_op_args* args) noexcep
 /// be a function-local static living for the process.
 class KernelTable {
  public:
+  /// Throws INTERNAL if two entries share a name (the plugin's load then fails with
+  /// the name, rather than one of the two kernels being picked silently).
   explicit KernelTable(KernelList entries) : entries_(std::move(entries)) {
     std::sort(entries_.begin(), entries_.end(), [](const KernelEntry& a, const KernelEntry& b) {
       return std::strcmp(a.name, b.name) < 0;
     });
+    const auto twice = std::adjacent_find(entries_.begin(), entries_.end(),
+                                          [](const KernelEntry& a, const KernelEntry& b) {
+                                            return std::strcmp(a.name, b.name) == 0;
+                                          });
+    KILN_SDK_CHECK(twice == entries_.end(), KILN_STATUS_INTERNAL, "two kernels are registered for ",
+                   twice->name);
   }
 
   /// The entry for (name, version), or nullptr.

@@ -143,6 +143,15 @@ class Device {
     throw Error(KILN_STATUS_UNSUPPORTED, "this device has no peer copies");
   }
 
+  // -- opening (optional) -------------------------------------------------------------
+
+  /// Called at every device_open of this device, before its handle is handed out: the
+  /// place for what only a device in use needs (a context, streams, a memory pool),
+  /// which listing the devices and their properties must not pay for. Must be cheap
+  /// once done and safe to call concurrently; a throw fails that device_open, and the
+  /// next one calls it again.
+  virtual void open() {}
+
   // -- description (optional) -------------------------------------------------------
 
   /// Fills in what is known about the device. The kit has already written defaults:

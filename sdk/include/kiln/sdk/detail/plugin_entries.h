@@ -30,9 +30,12 @@ inline kiln_status* device_count(void*, int32_t* count) {
 }
 
 inline void check_index(int32_t index) {
-  const int32_t n = state().backend->device_count();
+  PluginState& s = state();
+  const int32_t n = s.backend->device_count();
+  // With no device at all, describe() says why (no driver, no GPU it has code for).
   KILN_SDK_CHECK(index >= 0 && index < n, KILN_STATUS_INVALID_ARGUMENT, "device index ", index,
-                 " is out of range: the plugin has ", n, n == 1 ? " device" : " devices");
+                 " is out of range: the plugin has ", n, n == 1 ? " device" : " devices",
+                 n == 0 && !s.description.empty() ? " (" + s.description + ")" : "");
 }
 
 inline DeviceSlot& open_slot(int32_t index) {
@@ -73,7 +76,9 @@ inline kiln_status* device_get_properties(void*, int32_t index,
 inline kiln_status* device_open(void*, int32_t index, kiln_device** device) {
   return boundary("device_open", nullptr, [&] {
     KILN_SDK_CHECK(device != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
-    *device = reinterpret_cast<kiln_device*>(&open_slot(index));
+    DeviceSlot& slot = open_slot(index);
+    slot.device->open();
+    *device = reinterpret_cast<kiln_device*>(&slot);
   });
 }
 

@@ -2,66 +2,15 @@
 #include <cmath>
 
 #include "binary_common.h"
+#include "kiln/sdk/functors.h"
 #include "registry.h"
 
 namespace kiln::cpu {
 
 namespace {
 
-// Integer arithmetic wraps, as OPS.md specifies; unsigned math keeps it defined.
-template <class T, bool = std::is_integral_v<T>>
-struct Wrap {
-  using type = T;
-};
-template <class T>
-struct Wrap<T, true> {
-  using type = std::make_unsigned_t<T>;
-};
-template <class T>
-using wrap_t = typename Wrap<T>::type;
-
-struct Add {
-  template <class T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(wrap_t<T>(a) + wrap_t<T>(b));
-  }
-};
-struct Sub {
-  template <class T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(wrap_t<T>(a) - wrap_t<T>(b));
-  }
-};
-struct Mul {
-  template <class T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(wrap_t<T>(a) * wrap_t<T>(b));
-  }
-};
-struct Div {
-  template <class T>
-  T operator()(T a, T b) const {
-    return a / b;
-  }
-};
-struct Pow {
-  template <class T>
-  T operator()(T a, T b) const {
-    return std::pow(a, b);
-  }
-};
-struct Maximum {  // NaN if either is NaN: a NaN `a` is kept, a NaN `b` wins a > b = false
-  template <class T>
-  T operator()(T a, T b) const {
-    return (is_nan(a) || a > b) ? a : b;
-  }
-};
-struct Minimum {
-  template <class T>
-  T operator()(T a, T b) const {
-    return (is_nan(a) || a < b) ? a : b;
-  }
-};
+using sdk::Add, sdk::Div, sdk::Maximum, sdk::Minimum, sdk::Mul, sdk::Pow,
+    sdk::Sub;  // kiln/sdk/functors.h
 
 template <class Op, class... Lists>
 void arithmetic_impl(const OpArgs& args) {

@@ -1,62 +1,17 @@
 // Comparisons (eq, ne, lt, le, gt, ge), logical_and / logical_or, and where.
 // Comparisons and logical ops take any one input dtype and write bool.
 #include "binary_common.h"
+#include "kiln/sdk/functors.h"
 #include "registry.h"
 
 namespace kiln::cpu {
 
 namespace {
 
-using AllTypes = TypeList<float, double, float16, bfloat16, int32_t, int64_t, uint8_t, bool>;
+using sdk::Eq, sdk::Ge, sdk::Gt, sdk::Le, sdk::LogicalAnd, sdk::LogicalOr, sdk::Lt,
+    sdk::Ne;  // kiln/sdk/functors.h
 
-struct Eq {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return a == b;
-  }
-};
-struct Ne {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return a != b;
-  }
-};
-struct Lt {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return a < b;
-  }
-};
-struct Le {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return a <= b;
-  }
-};
-struct Gt {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return a > b;
-  }
-};
-struct Ge {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return a >= b;
-  }
-};
-struct LogicalAnd {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return (a != T(0)) & (b != T(0));
-  }
-};
-struct LogicalOr {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return (a != T(0)) | (b != T(0));
-  }
-};
+using AllTypes = TypeList<float, double, float16, bfloat16, int32_t, int64_t, uint8_t, bool>;
 
 template <class Op>
 void predicate_impl(const OpArgs& args) {

@@ -21,6 +21,7 @@
 #include "blas.h"
 #include "conv_winograd.h"
 #include "elementwise.h"
+#include "kiln/sdk/conv.h"
 #include "registry.h"
 #include "scratch.h"
 
@@ -37,49 +38,11 @@ constexpr int64_t kMinColumns = 32;
 constexpr int64_t kMaxPartials = 16;
 constexpr int64_t kPartialBudget = int64_t{1} << 22;
 
-struct ConvGeometry {
-  int64_t n, c, h, w;  // input
-  int64_t o, kh, kw;   // weight
-  int64_t ho, wo;      // output
-  int64_t stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups;
-  int64_t cg, og;  // channels per group
-  int64_t taps() const { return kh * kw; }
-  int64_t k() const { return cg * kh * kw; }
-  int64_t plane_in() const { return h * w; }
-  int64_t plane_out() const { return ho * wo; }
-  bool is_pointwise() const {
-    return kh == 1 && kw == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0;
-  }
-};
+using sdk::ConvGeometry;
 
-// Reads the attributes and checks x/w/y shapes (any of which the caller passes as
-// the tensor it has: x or grad_x, y or grad_y, w or grad_w).
+// The shared checks (kiln/sdk/conv.h) and OpenBLAS's int dimensions.
 ConvGeometry geometry(const OpArgs& args, const Tensor& x, const Tensor& w, const Tensor& y) {
-  const int64_t* stride = args.attr_ints("stride", 2);
-  const int64_t* padding = args.attr_ints("padding", 2);
-  const int64_t* dilation = args.attr_ints("dilation", 2);
-  const int64_t groups = args.attr_int("groups");
-  KILN_SDK_CHECK_ARG(x.ndim == 4 && w.ndim == 4 && y.ndim == 4, "expected 4-D x, w and y, got ",
-                     x.ndim, "-D, ", w.ndim, "-D, ", y.ndim, "-D");
-  ConvGeometry g{x.shape[0], x.shape[1],  x.shape[2],  x.shape[3], w.shape[0], w.shape[2],
-                 w.shape[3], y.shape[2],  y.shape[3],  stride[0],  stride[1],  padding[0],
-                 padding[1], dilation[0], dilation[1], groups,     0,          0};
-  KILN_SDK_CHECK_ARG(g.stride_h > 0 && g.stride_w > 0 && g.dil_h > 0 && g.dil_w > 0 &&
-                         g.pad_h >= 0 && g.pad_w >= 0 && groups > 0,
-                     "bad stride, padding, dilation or groups");
-  KILN_SDK_CHECK_ARG(g.c % groups == 0 && g.o % groups == 0 && w.shape[1] * groups == g.c,
-                     "channels (", g.c, " in, ", g.o, " out, weight ", shape_string(w),
-                     ") do not fit groups = ", groups);
-  g.cg = g.c / groups;
-  g.og = g.o / groups;
-  const int64_t ho = (g.h + 2 * g.pad_h - g.dil_h * (g.kh - 1) - 1) / g.stride_h + 1;
-  const int64_t wo = (g.w + 2 * g.pad_w - g.dil_w * (g.kw - 1) - 1) / g.stride_w + 1;
-  KILN_SDK_CHECK_ARG(y.shape[0] == g.n && y.shape[1] == g.o && g.ho == ho && g.wo == wo,
-                     "y has shape ", shape_string(y), ", expected [", g.n, ",", g.o, ",", ho, ",",
-                     wo, "]");
-  expect_contiguous(x, "x");
-  expect_contiguous(w, "w");
-  expect_contiguous(y, "y");
+  const ConvGeometry g = sdk::conv_geometry(args, x, w, y);
   check_blas_dims({g.og, g.plane_out(), g.k(), g.plane_in()});
   return g;
 }

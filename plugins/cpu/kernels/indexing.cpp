@@ -11,6 +11,7 @@
 
 #include "elementwise.h"
 #include "index_check.h"
+#include "kiln/sdk/indexing.h"
 #include "registry.h"
 
 namespace kiln::cpu {
@@ -48,68 +49,15 @@ void gather_loop(const Tensor& y, const Tensor& index_view, const Tensor& x_view
   });
 }
 
-int64_t checked_dim(const OpArgs& args, int32_t ndim) {
-  const int64_t dim = args.attr_int("dim");
-  KILN_SDK_CHECK_ARG(dim >= 0 && dim < ndim, "dim ", dim, " is out of range for a ", ndim, "-D x");
-  return dim;
+void run_gather(const sdk::GatherPlan& p) {
+  if (p.y.numel() == 0) return;
+  check_indices(p.index, p.bound, p.dim);
+  gather_loop(p.y, p.index_view, p.x_view, p.dim_stride);
 }
 
-void index_select_impl(const OpArgs& args) {
-  args.expect_counts(2, 1);
-  const Tensor x = args.input(0);
-  const Tensor index = args.input(1);
-  const Tensor y = args.output(0);
-  const int64_t dim = checked_dim(args, x.ndim);
-  expect_dtype(index, KILN_DTYPE_INT64, "index");
-  expect_dtype(y, x.dtype, "y");
-  KILN_SDK_CHECK_ARG(index.ndim == 1, "index must be 1-D, got ", index.ndim, "-D");
-  KILN_SDK_CHECK_ARG(y.ndim == x.ndim, "y must have x's rank ", x.ndim, ", got ", y.ndim);
-  for (int32_t d = 0; d < x.ndim; ++d) {
-    const int64_t want = d == dim ? index.shape[0] : x.shape[d];
-    KILN_SDK_CHECK_ARG(y.shape[d] == want, "y.shape[", d, "] = ", y.shape[d], ", expected ", want);
-  }
-  if (y.numel() == 0) return;
-  check_indices(index, x.shape[dim], dim);
+void index_select_impl(const OpArgs& args) { run_gather(sdk::plan_index_select(args)); }
 
-  std::vector<int64_t> index_strides(static_cast<size_t>(y.ndim), 0);
-  index_strides[static_cast<size_t>(dim)] = index.strides[0];
-  std::vector<int64_t> x_strides(x.strides, x.strides + x.ndim);
-  x_strides[static_cast<size_t>(dim)] = 0;
-  Tensor index_view = y;
-  index_view.data = index.data;
-  index_view.strides = index_strides.data();
-  index_view.itemsize = sizeof(int64_t);
-  Tensor x_view = y;
-  x_view.data = x.data;
-  x_view.strides = x_strides.data();
-  gather_loop(y, index_view, x_view, x.strides[dim]);
-}
-
-void gather_impl(const OpArgs& args) {
-  args.expect_counts(2, 1);
-  const Tensor x = args.input(0);
-  const Tensor index = args.input(1);
-  const Tensor y = args.output(0);
-  const int64_t dim = checked_dim(args, x.ndim);
-  expect_dtype(index, KILN_DTYPE_INT64, "index");
-  expect_dtype(y, x.dtype, "y");
-  KILN_SDK_CHECK_ARG(index.ndim == x.ndim, "index must have x's rank ", x.ndim, ", got ",
-                     index.ndim);
-  expect_same_shape(y, index, "y");
-  for (int32_t d = 0; d < x.ndim; ++d) {
-    KILN_SDK_CHECK_ARG(d == dim || index.shape[d] <= x.shape[d], "index.shape[", d,
-                       "] = ", index.shape[d], " exceeds x.shape[", d, "] = ", x.shape[d]);
-  }
-  if (y.numel() == 0) return;
-  check_indices(index, x.shape[dim], dim);
-
-  std::vector<int64_t> x_strides(x.strides, x.strides + x.ndim);
-  x_strides[static_cast<size_t>(dim)] = 0;
-  Tensor x_view = y;
-  x_view.data = x.data;
-  x_view.strides = x_strides.data();
-  gather_loop(y, index, x_view, x.strides[dim]);
-}
+void gather_impl(const OpArgs& args) { run_gather(sdk::plan_gather(args)); }
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "elementwise.h"
+#include "kiln/sdk/optim.h"
 #include "registry.h"
 
 namespace kiln::cpu {
@@ -15,15 +16,12 @@ namespace {
 
 using OptimTypes = TypeList<float, double>;
 
-// SGD, one element:
-//   d = grad (+ weight_decay * param)
-//   momentum != 0: buf = first_step ? d : momentum * buf + (1 - dampening) * d
-//                  d = nesterov ? d + momentum * buf : buf
-//   param = param - lr * d
+// The formulas: kiln/sdk/optim.h.
 template <class T, bool kMomentum>
-struct SgdLoop {
-  T lr, momentum, dampening_complement, weight_decay;
-  bool nesterov, first_step;
+struct SgdLoop : sdk::SgdScalars<T> {
+  using Scalars = sdk::SgdScalars<T>;
+  using Scalars::lr, Scalars::momentum, Scalars::dampening_complement, Scalars::weight_decay,
+      Scalars::nesterov, Scalars::first_step;
 
   void operator()(char* const* p, const int64_t* s, int64_t n) const {
     T* param = reinterpret_cast<T*>(p[0]);
@@ -82,46 +80,27 @@ struct SgdLoop {
 };
 
 void sgd_step_impl(const OpArgs& args) {
-  const double lr = args.attr_float("lr");
-  const double momentum = args.attr_float("momentum");
-  const double dampening = args.attr_float("dampening");
-  const double weight_decay = args.attr_float("weight_decay");
-  const bool nesterov = args.attr_int("nesterov") != 0;
-  const bool first_step = args.attr_int("first_step") != 0;
-  args.expect_counts(1, 2);
-  const Tensor grad = args.input(0), param = args.output(0), buffer = args.output(1);
-  expect_same_shape(grad, param, "grad");
-  expect_dtype(grad, param.dtype, "grad");
-  if (!dispatch<OptimTypes>(param.dtype, [&](auto tag) {
+  const sdk::SgdStep step = sdk::sgd_step(args);
+  if (!dispatch<OptimTypes>(step.param.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        if (momentum != 0) {
-          // The buffer only exists (and is only checked) when momentum is in use.
-          expect_same_shape(buffer, param, "momentum_buffer");
-          expect_dtype(buffer, param.dtype, "momentum_buffer");
-          const Tensor* ops[3] = {&param, &buffer, &grad};
-          run_loop(make_loop_plan(ops), SgdLoop<T, true>{T(lr), T(momentum), T(1.0 - dampening),
-                                                         T(weight_decay), nesterov, first_step});
+        if (step.has_momentum()) {
+          const Tensor* ops[3] = {&step.param, &step.buffer, &step.grad};
+          run_loop(make_loop_plan(ops), SgdLoop<T, true>{step.scalars<T>()});
         } else {
-          const Tensor* ops[2] = {&param, &grad};
-          run_loop(make_loop_plan(ops),
-                   SgdLoop<T, false>{T(lr), T(0), T(1), T(weight_decay), false, false});
+          const Tensor* ops[2] = {&step.param, &step.grad};
+          run_loop(make_loop_plan(ops), SgdLoop<T, false>{step.scalars<T>()});
         }
       })) {
-    unsupported_dtype(param.dtype);
+    unsupported_dtype(step.param.dtype);
   }
 }
 
-// Adam / AdamW, one element (torch.optim.Adam, single-tensor path):
-//   weight_decay: AdamW param *= 1 - lr * wd; Adam grad += wd * param
-//   exp_avg = lerp(exp_avg, grad, 1 - beta1)
-//   exp_avg_sq = exp_avg_sq * beta2 + (1 - beta2) * grad * grad
-//   denom = sqrt(exp_avg_sq) / sqrt(1 - beta2^step) + eps
-//   param = param - (lr / (1 - beta1^step)) * exp_avg / denom
 template <class T>
-struct AdamLoop {
-  T weight_decay, decay_factor, lerp_weight, beta2, one_minus_beta2, bias_correction2_sqrt, eps,
-      step_size;
-  bool decoupled;
+struct AdamLoop : sdk::AdamScalars<T> {
+  using Scalars = sdk::AdamScalars<T>;
+  using Scalars::weight_decay, Scalars::decay_factor, Scalars::lerp_weight, Scalars::beta2,
+      Scalars::one_minus_beta2, Scalars::bias_correction2_sqrt, Scalars::eps, Scalars::step_size,
+      Scalars::decoupled;
 
   // torch.lerp: two formulas, chosen by the weight, for accuracy at both ends.
   static T lerp(T start, T end, T weight) {
@@ -196,45 +175,23 @@ struct AdamLoop {
 };
 
 void adam_step_impl(const OpArgs& args) {
-  const double lr = args.attr_float("lr");
-  const double beta1 = args.attr_float("beta1");
-  const double beta2 = args.attr_float("beta2");
-  const double eps = args.attr_float("eps");
-  const double weight_decay = args.attr_float("weight_decay");
-  const bool decoupled = args.attr_int("decoupled") != 0;
-  const int64_t step = args.attr_int("step");
-  KILN_SDK_CHECK_ARG(step >= 1, "step is 1-based, got ", step);
-  args.expect_counts(1, 3);
-  const Tensor grad = args.input(0);
-  const Tensor param = args.output(0), exp_avg = args.output(1), exp_avg_sq = args.output(2);
-  for (const Tensor* t : {&grad, &exp_avg, &exp_avg_sq}) {
-    expect_same_shape(*t, param, "optimizer state");
-    expect_dtype(*t, param.dtype, "optimizer state");
-  }
-  const double bias_correction1 = 1.0 - std::pow(beta1, static_cast<double>(step));
-  const double bias_correction2 = 1.0 - std::pow(beta2, static_cast<double>(step));
-  if (!dispatch<OptimTypes>(param.dtype, [&](auto tag) {
+  const sdk::AdamStep step = sdk::adam_step(args);
+  if (!dispatch<OptimTypes>(step.param.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        const Tensor* ops[4] = {&param, &exp_avg, &exp_avg_sq, &grad};
-        run_loop(make_loop_plan(ops),
-                 AdamLoop<T>{T(weight_decay), T(1.0 - lr * weight_decay), T(1.0 - beta1), T(beta2),
-                             T(1.0 - beta2), T(std::sqrt(bias_correction2)), T(eps),
-                             T(lr / bias_correction1), decoupled});
+        const Tensor* ops[4] = {&step.param, &step.exp_avg, &step.exp_avg_sq, &step.grad};
+        run_loop(make_loop_plan(ops), AdamLoop<T>{step.scalars<T>()});
       })) {
-    unsupported_dtype(param.dtype);
+    unsupported_dtype(step.param.dtype);
   }
-}
-
-int32_t supports_optim(void*, const kiln_op_args* args) {
-  const kiln_dtype d = output_dtype(args, 0);
-  return (d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64) && input_dtype(args, 0) == d;
 }
 
 }  // namespace
 
 void add_optim_kernels(KernelList& list) {
-  list.push_back({"kiln.sgd_step", &run_kernel<sgd_step_impl>, &supports_optim, kStridedInOut});
-  list.push_back({"kiln.adam_step", &run_kernel<adam_step_impl>, &supports_optim, kStridedInOut});
+  list.push_back(
+      {"kiln.sgd_step", &run_kernel<sgd_step_impl>, &sdk::supports_optim, kStridedInOut});
+  list.push_back(
+      {"kiln.adam_step", &run_kernel<adam_step_impl>, &sdk::supports_optim, kStridedInOut});
 }
 
 }  // namespace kiln::cpu

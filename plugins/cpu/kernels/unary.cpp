@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "elementwise.h"
+#include "kiln/sdk/functors.h"
 #include "registry.h"
 
 namespace kiln::cpu {
@@ -14,123 +15,9 @@ namespace {
 
 using AllTypes = TypeList<float, double, float16, bfloat16, int32_t, int64_t, uint8_t, bool>;
 
-// Integer negation wraps (−INT_MIN == INT_MIN) instead of overflowing.
-template <class T>
-T wrapping_neg(T x) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(U(0) - static_cast<U>(x)));
-}
-
-struct Neg {
-  template <class T>
-  T operator()(T x) const {
-    if constexpr (std::is_integral_v<T>)
-      return wrapping_neg(x);
-    else
-      return -x;
-  }
-};
-struct Abs {
-  template <class T>
-  T operator()(T x) const {
-    if constexpr (std::is_integral_v<T>)
-      return x < 0 ? wrapping_neg(x) : x;
-    else
-      return std::fabs(x);
-  }
-};
-struct Sign {  // NaN falls through both comparisons and stays NaN
-  template <class T>
-  T operator()(T x) const {
-    return x > T(0) ? T(1) : (x < T(0) ? T(-1) : (x == T(0) ? T(0) : x));
-  }
-};
-struct Relu {  // NaN < 0 is false: NaN stays NaN
-  template <class T>
-  T operator()(T x) const {
-    return x < T(0) ? T(0) : x;
-  }
-};
-struct Exp {
-  template <class T>
-  T operator()(T x) const {
-    return std::exp(x);
-  }
-};
-struct Log {
-  template <class T>
-  T operator()(T x) const {
-    return std::log(x);
-  }
-};
-struct Sqrt {
-  template <class T>
-  T operator()(T x) const {
-    return std::sqrt(x);
-  }
-};
-struct Sin {
-  template <class T>
-  T operator()(T x) const {
-    return std::sin(x);
-  }
-};
-struct Cos {
-  template <class T>
-  T operator()(T x) const {
-    return std::cos(x);
-  }
-};
-struct Tanh {
-  template <class T>
-  T operator()(T x) const {
-    return std::tanh(x);
-  }
-};
-struct Rsqrt {
-  template <class T>
-  T operator()(T x) const {
-    return T(1) / std::sqrt(x);
-  }
-};
-struct Sigmoid {
-  template <class T>
-  T operator()(T x) const {
-    return T(1) / (T(1) + std::exp(-x));
-  }
-};
-struct GeluExact {
-  template <class T>
-  T operator()(T x) const {
-    constexpr T kInvSqrt2 = T(0.70710678118654752440);
-    return T(0.5) * x * (T(1) + std::erf(x * kInvSqrt2));
-  }
-};
-struct GeluTanh {
-  template <class T>
-  T operator()(T x) const {
-    constexpr T kSqrt2OverPi = T(0.79788456080286535588);
-    constexpr T kCoefficient = T(0.044715);
-    return T(0.5) * x * (T(1) + std::tanh(kSqrt2OverPi * (x + kCoefficient * x * x * x)));
-  }
-};
-
-// min(max(x, lo), hi) with NaN passing through (comparisons with NaN are false).
-template <class T>
-struct Clamp {
-  T lo, hi;
-  T operator()(T x) const {
-    const T t = x < lo ? lo : x;
-    return t > hi ? hi : t;
-  }
-};
-
-struct LogicalNot {
-  template <class T>
-  bool operator()(T x) const {
-    return x == T(0);
-  }
-};
+using sdk::Abs, sdk::Clamp, sdk::Cos, sdk::Exp, sdk::GeluExact, sdk::GeluExactGrad, sdk::GeluTanh,
+    sdk::GeluTanhGrad, sdk::Log, sdk::LogicalNot, sdk::Neg, sdk::Relu, sdk::ReluGrad, sdk::Rsqrt,
+    sdk::Sigmoid, sdk::Sign, sdk::Sin, sdk::Sqrt, sdk::Tanh;  // kiln/sdk/functors.h
 
 template <class Op, class... Lists>
 void unary_same_dtype(const OpArgs& args, const Op& op) {
@@ -167,41 +54,6 @@ void gelu_impl(const OpArgs& args) {
       KILN_STATUS_INVALID_ARGUMENT,
       sdk::str_cat("approximate must be \"none\" or \"tanh\", got \"", approximate, "\""));
 }
-
-// d/dx gelu(x), times grad_y.
-//   none: 0.5·(1 + erf(x/√2)) + x·φ(x),  φ(x) = exp(−x²/2)/√(2π)
-//   tanh: u = √(2/π)(x + 0.044715x³), t = tanh(u):
-//         0.5·(1 + t) + 0.5·x·(1 − t²)·√(2/π)(1 + 3·0.044715x²)
-struct GeluExactGrad {
-  template <class T>
-  T operator()(T grad, T x) const {
-    constexpr T kInvSqrt2 = T(0.70710678118654752440);
-    constexpr T kInvSqrt2Pi = T(0.39894228040143267794);
-    const T cdf = T(0.5) * (T(1) + std::erf(x * kInvSqrt2));
-    const T pdf = kInvSqrt2Pi * std::exp(T(-0.5) * x * x);
-    return grad * (cdf + x * pdf);
-  }
-};
-struct GeluTanhGrad {
-  template <class T>
-  T operator()(T grad, T x) const {
-    constexpr T kSqrt2OverPi = T(0.79788456080286535588);
-    constexpr T kCoefficient = T(0.044715);
-    const T x2 = x * x;
-    const T t = std::tanh(kSqrt2OverPi * (x + kCoefficient * x2 * x));
-    const T du = kSqrt2OverPi * (T(1) + T(3) * kCoefficient * x2);
-    return grad * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du);
-  }
-};
-
-// grad_x = y > 0 ? grad_y : 0. A select, not grad_y * (y > 0): a NaN or infinite
-// grad_y where the unit is off must still give 0, and a NaN y compares false.
-struct ReluGrad {
-  template <class T>
-  T operator()(T grad, T y) const {
-    return y > T(0) ? grad : T(0);
-  }
-};
 
 void relu_backward_impl(const OpArgs& args) {
   args.expect_counts(2, 1);

@@ -3,66 +3,14 @@
 // operand is NaN.
 #include "kernels/elementwise.cuh"
 #include "kernels/registry.h"
+#include "kiln/sdk/functors.h"
 
 namespace kiln::cuda {
 
 namespace {
 
-template <class T, bool = std::is_integral_v<T>>
-struct Wrap {
-  using type = T;
-};
-template <class T>
-struct Wrap<T, true> {
-  using type = std::make_unsigned_t<T>;
-};
-template <class T>
-using wrap_t = typename Wrap<T>::type;
-
-struct Add {
-  template <class T>
-  __device__ T operator()(T a, T b) const {
-    return static_cast<T>(wrap_t<T>(a) + wrap_t<T>(b));
-  }
-};
-struct Sub {
-  template <class T>
-  __device__ T operator()(T a, T b) const {
-    return static_cast<T>(wrap_t<T>(a) - wrap_t<T>(b));
-  }
-};
-struct Mul {
-  template <class T>
-  __device__ T operator()(T a, T b) const {
-    return static_cast<T>(wrap_t<T>(a) * wrap_t<T>(b));
-  }
-};
-struct Div {
-  template <class T>
-  __device__ T operator()(T a, T b) const {
-    return a / b;
-  }
-};
-__device__ __forceinline__ float m_pow(float a, float b) { return powf(a, b); }
-__device__ __forceinline__ double m_pow(double a, double b) { return pow(a, b); }
-struct Pow {
-  template <class T>
-  __device__ T operator()(T a, T b) const {
-    return m_pow(a, b);
-  }
-};
-struct Maximum {  // a NaN `a` is kept; a NaN `b` wins because a > b is false
-  template <class T>
-  __device__ T operator()(T a, T b) const {
-    return (is_nan(a) || a > b) ? a : b;
-  }
-};
-struct Minimum {
-  template <class T>
-  __device__ T operator()(T a, T b) const {
-    return (is_nan(a) || a < b) ? a : b;
-  }
-};
+using sdk::Add, sdk::Div, sdk::Maximum, sdk::Minimum, sdk::Mul, sdk::Pow,
+    sdk::Sub;  // kiln/sdk/functors.h
 
 template <class Op, class... Lists>
 void arithmetic_impl(const OpArgs& args, const Launch& launch) {

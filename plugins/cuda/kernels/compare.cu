@@ -3,59 +3,14 @@
 // compare as float32, which is exact.
 #include "kernels/elementwise.cuh"
 #include "kernels/registry.h"
+#include "kiln/sdk/functors.h"
 
 namespace kiln::cuda {
 
 namespace {
 
-struct Eq {
-  template <class T>
-  __device__ bool operator()(T a, T b) const {
-    return a == b;
-  }
-};
-struct Ne {
-  template <class T>
-  __device__ bool operator()(T a, T b) const {
-    return a != b;
-  }
-};
-struct Lt {
-  template <class T>
-  __device__ bool operator()(T a, T b) const {
-    return a < b;
-  }
-};
-struct Le {
-  template <class T>
-  __device__ bool operator()(T a, T b) const {
-    return a <= b;
-  }
-};
-struct Gt {
-  template <class T>
-  __device__ bool operator()(T a, T b) const {
-    return a > b;
-  }
-};
-struct Ge {
-  template <class T>
-  __device__ bool operator()(T a, T b) const {
-    return a >= b;
-  }
-};
-struct LogicalAnd {
-  template <class T>
-  __device__ bool operator()(T a, T b) const {
-    return (a != T(0)) & (b != T(0));
-  }
-};
-struct LogicalOr {
-  template <class T>
-  __device__ bool operator()(T a, T b) const {
-    return (a != T(0)) | (b != T(0));
-  }
-};
+using sdk::Eq, sdk::Ge, sdk::Gt, sdk::Le, sdk::LogicalAnd, sdk::LogicalOr, sdk::Lt,
+    sdk::Ne;  // kiln/sdk/functors.h
 
 template <class Op>
 void predicate_impl(const OpArgs& args, const Launch& launch) {

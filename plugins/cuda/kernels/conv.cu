@@ -26,6 +26,7 @@
 #include <new>
 
 #include "dnn_util.cuh"
+#include "kiln/sdk/conv.h"
 
 namespace kiln::cuda {
 
@@ -33,39 +34,11 @@ namespace {
 
 using namespace dnn;
 
-struct ConvGeometry {
-  int64_t n, c, h, w;  // input
-  int64_t o, kh, kw;   // weight
-  int64_t ho, wo;      // output
-  int64_t stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups;
-};
+using sdk::ConvGeometry;
 
-// Reads the attributes and checks x/w/y shapes (the caller passes the tensors it
-// has: x or grad_x, y or grad_y, w or grad_w).
+// The shared checks (kiln/sdk/conv.h) and cuDNN's int element counts.
 ConvGeometry geometry(const OpArgs& args, const Tensor& x, const Tensor& w, const Tensor& y) {
-  const int64_t* stride = args.attr_ints("stride", 2);
-  const int64_t* padding = args.attr_ints("padding", 2);
-  const int64_t* dilation = args.attr_ints("dilation", 2);
-  const int64_t groups = args.attr_int("groups");
-  KILN_SDK_CHECK_ARG(x.ndim == 4 && w.ndim == 4 && y.ndim == 4, "expected 4-D x, w and y, got ",
-                     x.ndim, "-D, ", w.ndim, "-D, ", y.ndim, "-D");
-  ConvGeometry g{x.shape[0], x.shape[1],  x.shape[2],  x.shape[3], w.shape[0], w.shape[2],
-                 w.shape[3], y.shape[2],  y.shape[3],  stride[0],  stride[1],  padding[0],
-                 padding[1], dilation[0], dilation[1], groups};
-  KILN_SDK_CHECK_ARG(g.stride_h > 0 && g.stride_w > 0 && g.dil_h > 0 && g.dil_w > 0 &&
-                         g.pad_h >= 0 && g.pad_w >= 0 && groups > 0,
-                     "bad stride, padding, dilation or groups");
-  KILN_SDK_CHECK_ARG(g.c % groups == 0 && g.o % groups == 0 && w.shape[1] * groups == g.c,
-                     "channels (", g.c, " in, ", g.o, " out, weight ", sdk::shape_string(w),
-                     ") do not fit groups = ", groups);
-  const int64_t ho = (g.h + 2 * g.pad_h - g.dil_h * (g.kh - 1) - 1) / g.stride_h + 1;
-  const int64_t wo = (g.w + 2 * g.pad_w - g.dil_w * (g.kw - 1) - 1) / g.stride_w + 1;
-  KILN_SDK_CHECK_ARG(y.shape[0] == g.n && y.shape[1] == g.o && g.ho == ho && g.wo == wo,
-                     "y has shape ", sdk::shape_string(y), ", expected [", g.n, ",", g.o, ",", ho,
-                     ",", wo, "]");
-  sdk::expect_contiguous(x, "x");
-  sdk::expect_contiguous(w, "w");
-  sdk::expect_contiguous(y, "y");
+  const ConvGeometry g = sdk::conv_geometry(args, x, w, y);
   for (const Tensor* t : {&x, &w, &y}) {
     KILN_SDK_CHECK(t->numel() <= INT_MAX, KILN_STATUS_UNSUPPORTED, "operand ",
                    sdk::shape_string(*t), " has more than INT_MAX elements (cuDNN's limit)");

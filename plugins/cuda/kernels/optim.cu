@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "dnn_util.cuh"
+#include "kiln/sdk/optim.h"
 
 namespace kiln::cuda {
 
@@ -47,16 +48,7 @@ __device__ __forceinline__ void element_offsets(const StridedIndexer<N>& ix, int
 
 // ---- SGD -----------------------------------------------------------------------------------
 
-// SGD, one element:
-//   d = grad (+ weight_decay * param)
-//   momentum != 0: buf = first_step ? d : momentum * buf + (1 - dampening) * d
-//                  d = nesterov ? d + momentum * buf : buf
-//   param = param - lr * d
-template <class T>
-struct SgdScalars {
-  T lr, momentum, dampening_complement, weight_decay;
-  bool nesterov, first_step;
-};
+using sdk::SgdScalars;  // the formulas: kiln/sdk/optim.h
 
 // Operands: 0 param, 1 momentum buffer, 2 grad (kMomentum); else 0 param, 1 grad.
 template <class T, bool kMomentum, bool kLinear>
@@ -100,52 +92,25 @@ void launch_sgd(const Tensor* const (&ops)[kMomentum ? 3 : 2], const SgdScalars<
 }
 
 void sgd_step_impl(const OpArgs& args, const Launch& l) {
-  const double lr = args.attr_float("lr");
-  const double momentum = args.attr_float("momentum");
-  const double dampening = args.attr_float("dampening");
-  const double weight_decay = args.attr_float("weight_decay");
-  const bool nesterov = args.attr_int("nesterov") != 0;
-  const bool first_step = args.attr_int("first_step") != 0;
-  args.expect_counts(1, 2);
-  const Tensor grad = args.input(0), param = args.output(0), buffer = args.output(1);
-  sdk::expect_same_shape(grad, param, "grad");
-  sdk::expect_dtype(grad, param.dtype, "grad");
-  if (momentum != 0) {
-    // The buffer only exists (and is only checked) when momentum is in use.
-    sdk::expect_same_shape(buffer, param, "momentum_buffer");
-    sdk::expect_dtype(buffer, param.dtype, "momentum_buffer");
-  }
-  if (param.numel() == 0) return;
-  if (!dispatch_f32_f64(param.dtype, [&](auto tag) {
+  const sdk::SgdStep step = sdk::sgd_step(args);
+  if (step.param.numel() == 0) return;
+  if (!dispatch_f32_f64(step.param.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        if (momentum != 0) {
-          const Tensor* ops[3] = {&param, &buffer, &grad};
-          launch_sgd<T, true>(
-              ops, {T(lr), T(momentum), T(1.0 - dampening), T(weight_decay), nesterov, first_step},
-              l);
+        if (step.has_momentum()) {
+          const Tensor* ops[3] = {&step.param, &step.buffer, &step.grad};
+          launch_sgd<T, true>(ops, step.scalars<T>(), l);
         } else {
-          const Tensor* ops[2] = {&param, &grad};
-          launch_sgd<T, false>(ops, {T(lr), T(0), T(1), T(weight_decay), false, false}, l);
+          const Tensor* ops[2] = {&step.param, &step.grad};
+          launch_sgd<T, false>(ops, step.scalars<T>(), l);
         }
       })) {
-    sdk::unsupported_dtype(param.dtype);
+    sdk::unsupported_dtype(step.param.dtype);
   }
 }
 
 // ---- Adam / AdamW --------------------------------------------------------------------------
 
-// Adam / AdamW, one element (torch.optim.Adam, single-tensor path):
-//   weight_decay: AdamW param *= 1 - lr * wd; Adam grad += wd * param
-//   exp_avg = lerp(exp_avg, grad, 1 - beta1)
-//   exp_avg_sq = exp_avg_sq * beta2 + (1 - beta2) * grad * grad
-//   denom = sqrt(exp_avg_sq) / sqrt(1 - beta2^step) + eps
-//   param = param - (lr / (1 - beta1^step)) * exp_avg / denom
-template <class T>
-struct AdamScalars {
-  T weight_decay, decay_factor, lerp_weight, beta2, one_minus_beta2, bias_correction2_sqrt, eps,
-      step_size;
-  bool decoupled;
-};
+using sdk::AdamScalars;  // the formulas: kiln/sdk/optim.h
 
 // torch.lerp: two formulas, chosen by the weight, for accuracy at both ends.
 template <class T>
@@ -182,40 +147,23 @@ __global__ void adam_kernel(T* __restrict__ param, T* __restrict__ exp_avg,
 }
 
 void adam_step_impl(const OpArgs& args, const Launch& l) {
-  const double lr = args.attr_float("lr");
-  const double beta1 = args.attr_float("beta1");
-  const double beta2 = args.attr_float("beta2");
-  const double eps = args.attr_float("eps");
-  const double weight_decay = args.attr_float("weight_decay");
-  const bool decoupled = args.attr_int("decoupled") != 0;
-  const int64_t step = args.attr_int("step");
-  KILN_SDK_CHECK_ARG(step >= 1, "step is 1-based, got ", step);
-  args.expect_counts(1, 3);
-  const Tensor grad = args.input(0);
-  const Tensor param = args.output(0), exp_avg = args.output(1), exp_avg_sq = args.output(2);
-  for (const Tensor* t : {&grad, &exp_avg, &exp_avg_sq}) {
-    sdk::expect_same_shape(*t, param, "optimizer state");
-    sdk::expect_dtype(*t, param.dtype, "optimizer state");
-  }
+  const sdk::AdamStep step = sdk::adam_step(args);
+  const Tensor &param = step.param, &exp_avg = step.exp_avg, &exp_avg_sq = step.exp_avg_sq;
   if (param.numel() == 0) return;
-  const double bias_correction1 = 1.0 - std::pow(beta1, static_cast<double>(step));
-  const double bias_correction2 = 1.0 - std::pow(beta2, static_cast<double>(step));
   if (!dispatch_f32_f64(param.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        const AdamScalars<T> s{T(weight_decay), T(1.0 - lr * weight_decay),
-                               T(1.0 - beta1),  T(beta2),
-                               T(1.0 - beta2),  T(std::sqrt(bias_correction2)),
-                               T(eps),          T(lr / bias_correction1),
-                               decoupled};
-        const Tensor* ops[4] = {&param, &exp_avg, &exp_avg_sq, &grad};
+        const AdamScalars<T> s = step.scalars<T>();
+        const Tensor* ops[4] = {&param, &exp_avg, &exp_avg_sq, &step.grad};
         const StridedIndexer<4> ix = make_indexer(ops);
         const int64_t n = param.numel();
         if (is_linear(ix)) {
           adam_kernel<T, true><<<grid_for(n, l), kThreads, 0, l.stream()>>>(
-              param.ptr<T>(), exp_avg.ptr<T>(), exp_avg_sq.ptr<T>(), grad.ptr<const T>(), ix, n, s);
+              param.ptr<T>(), exp_avg.ptr<T>(), exp_avg_sq.ptr<T>(), step.grad.ptr<const T>(), ix,
+              n, s);
         } else {
           adam_kernel<T, false><<<grid_for(n, l), kThreads, 0, l.stream()>>>(
-              param.ptr<T>(), exp_avg.ptr<T>(), exp_avg_sq.ptr<T>(), grad.ptr<const T>(), ix, n, s);
+              param.ptr<T>(), exp_avg.ptr<T>(), exp_avg_sq.ptr<T>(), step.grad.ptr<const T>(), ix,
+              n, s);
         }
       })) {
     sdk::unsupported_dtype(param.dtype);
@@ -223,17 +171,11 @@ void adam_step_impl(const OpArgs& args, const Launch& l) {
   check_launch("adam_step");
 }
 
-// float32 and float64, with grad of the parameter's dtype.
-int32_t supports_optim(void*, const kiln_op_args* args) {
-  const kiln_dtype d = sdk::output_dtype(args, 0);
-  return (d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64) && sdk::input_dtype(args, 0) == d;
-}
-
 }  // namespace
 
 void add_optim_kernels(KernelList& list) {
-  list.push_back({"kiln.sgd_step", &sgd_step_impl, &supports_optim, sdk::kStridedInOut});
-  list.push_back({"kiln.adam_step", &adam_step_impl, &supports_optim, sdk::kStridedInOut});
+  list.push_back({"kiln.sgd_step", &sgd_step_impl, &sdk::supports_optim, sdk::kStridedInOut});
+  list.push_back({"kiln.adam_step", &adam_step_impl, &sdk::supports_optim, sdk::kStridedInOut});
 }
 
 }  // namespace kiln::cuda

@@ -1,0 +1,127 @@
+// kiln/sdk/optim.h — the fused optimizer steps (kiln.sgd_step, kiln.adam_step): their
+// operand checks and the per-step scalars, written once for every plugin. Scalars are
+// worked out on the host in float64 and rounded once to the parameter's dtype (as
+// PyTorch does for its `alpha`/`value` arguments); the plugins' kernels apply the
+// per-element formulas below in this order, each with its own loops.
+#ifndef KILN_SDK_OPTIM_H
+#define KILN_SDK_OPTIM_H
+
+#include <cmath>
+#include <cstdint>
+
+#include "kiln/sdk/op_args.h"
+
+namespace kiln::sdk {
+
+/// SGD, one element:
+///   d = grad (+ weight_decay * param)
+///   momentum != 0: buf = first_step ? d : momentum * buf + (1 - dampening) * d
+///                  d = nesterov ? d + momentum * buf : buf
+///   param = param - lr * d
+/// (A plain aggregate: device code takes it by value.)
+template <class T>
+struct SgdScalars {
+  T lr, momentum, dampening_complement, weight_decay;
+  bool nesterov, first_step;
+};
+
+/// Adam / AdamW, one element (torch.optim.Adam, single-tensor path):
+///   weight_decay: AdamW param *= decay_factor (1 - lr * wd); Adam grad += wd * param
+///   exp_avg = lerp(exp_avg, grad, lerp_weight (1 - beta1))
+///   exp_avg_sq = exp_avg_sq * beta2 + one_minus_beta2 * grad * grad
+///   denom = sqrt(exp_avg_sq) / bias_correction2_sqrt (sqrt(1 - beta2^step)) + eps
+///   param = param - step_size (lr / (1 - beta1^step)) * exp_avg / denom
+template <class T>
+struct AdamScalars {
+  T weight_decay, decay_factor, lerp_weight, beta2, one_minus_beta2, bias_correction2_sqrt, eps,
+      step_size;
+  bool decoupled;
+};
+
+/// kiln.sgd_step's checked operands: grad in, param and (with momentum) the momentum
+/// buffer updated in place.
+struct SgdStep {
+  Tensor grad, param, buffer;
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov, first_step;
+
+  /// Whether the momentum buffer is an operand (it exists only when momentum != 0).
+  bool has_momentum() const { return momentum != 0; }
+  template <class T>
+  SgdScalars<T> scalars() const {
+    if (!has_momentum()) return {T(lr), T(0), T(1), T(weight_decay), false, false};
+    return {T(lr), T(momentum), T(1.0 - dampening), T(weight_decay), nesterov, first_step};
+  }
+};
+
+inline SgdStep sgd_step(const OpArgs& args) {
+  SgdStep s{};
+  s.lr = args.attr_float("lr");
+  s.momentum = args.attr_float("momentum");
+  s.dampening = args.attr_float("dampening");
+  s.weight_decay = args.attr_float("weight_decay");
+  s.nesterov = args.attr_int("nesterov") != 0;
+  s.first_step = args.attr_int("first_step") != 0;
+  args.expect_counts(1, 2);
+  s.grad = args.input(0);
+  s.param = args.output(0);
+  s.buffer = args.output(1);
+  expect_same_shape(s.grad, s.param, "grad");
+  expect_dtype(s.grad, s.param.dtype, "grad");
+  if (s.has_momentum()) {  // the buffer only exists (and is only checked) with momentum
+    expect_same_shape(s.buffer, s.param, "momentum_buffer");
+    expect_dtype(s.buffer, s.param.dtype, "momentum_buffer");
+  }
+  return s;
+}
+
+/// kiln.adam_step's checked operands: grad in; param, exp_avg and exp_avg_sq updated
+/// in place.
+struct AdamStep {
+  Tensor grad, param, exp_avg, exp_avg_sq;
+  double lr, beta1, beta2, eps, weight_decay;
+  bool decoupled;
+  int64_t step;  // 1-based
+
+  template <class T>
+  AdamScalars<T> scalars() const {
+    const double bias_correction1 = 1.0 - std::pow(beta1, static_cast<double>(step));
+    const double bias_correction2 = 1.0 - std::pow(beta2, static_cast<double>(step));
+    return {
+        T(weight_decay), T(1.0 - lr * weight_decay),     T(1.0 - beta1), T(beta2),
+        T(1.0 - beta2),  T(std::sqrt(bias_correction2)), T(eps),         T(lr / bias_correction1),
+        decoupled};
+  }
+};
+
+inline AdamStep adam_step(const OpArgs& args) {
+  AdamStep a{};
+  a.lr = args.attr_float("lr");
+  a.beta1 = args.attr_float("beta1");
+  a.beta2 = args.attr_float("beta2");
+  a.eps = args.attr_float("eps");
+  a.weight_decay = args.attr_float("weight_decay");
+  a.decoupled = args.attr_int("decoupled") != 0;
+  a.step = args.attr_int("step");
+  KILN_SDK_CHECK_ARG(a.step >= 1, "step is 1-based, got ", a.step);
+  args.expect_counts(1, 3);
+  a.grad = args.input(0);
+  a.param = args.output(0);
+  a.exp_avg = args.output(1);
+  a.exp_avg_sq = args.output(2);
+  for (const Tensor* t : {&a.grad, &a.exp_avg, &a.exp_avg_sq}) {
+    expect_same_shape(*t, a.param, "optimizer state");
+    expect_dtype(*t, a.param.dtype, "optimizer state");
+  }
+  return a;
+}
+
+/// `supports` of both steps: float32 or float64 parameters, with grad of their dtype.
+inline int32_t supports_optim(void*, const kiln_op_args* args) {
+  const kiln_dtype d = output_dtype(args, 0);
+  return (d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64) && input_dtype(args, 0) == d;
+}
+
+}  // namespace kiln::sdk
+
+#endif  // KILN_SDK_OPTIM_H

@@ -2,6 +2,7 @@
 // Comparisons and logical ops take any one input dtype and write bool.
 #include "binary_common.h"
 #include "kiln/sdk/functors.h"
+#include "kiln/sdk/pointwise.h"
 #include "registry.h"
 
 namespace kiln::cpu {
@@ -49,18 +50,9 @@ struct WhereLoop {
 };
 
 void where_impl(const OpArgs& args) {
-  args.expect_counts(3, 1);
-  const Tensor condition = args.input(0);
-  const Tensor a = args.input(1);
-  const Tensor b = args.input(2);
-  const Tensor y = args.output(0);
-  expect_dtype(condition, KILN_DTYPE_BOOL, "condition");
-  expect_same_shape(condition, y, "condition");
-  expect_same_shape(a, y, "a");
-  expect_same_shape(b, y, "b");
-  expect_dtype(a, y.dtype, "a");
-  expect_dtype(b, y.dtype, "b");
-  const Tensor* ops[4] = {&y, &condition, &a, &b};
+  const sdk::WhereOperands o = sdk::where_operands(args);
+  const Tensor& y = o.y;
+  const Tensor* ops[4] = {&o.y, &o.condition, &o.a, &o.b};
   const LoopPlan<4> plan = make_loop_plan(ops);
   dispatch_by_size(y.itemsize,
                    [&](auto tag) { run_loop(plan, WhereLoop<typename decltype(tag)::type>{}); });

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "elementwise.h"
+#include "kiln/sdk/creation.h"
 #include "registry.h"
 
 namespace kiln::cpu {
@@ -23,48 +24,27 @@ void generate_1d(const Tensor& y, const ValueAt& value_at) {
   });
 }
 
-void expect_1d(const Tensor& y) {
-  KILN_SDK_CHECK_ARG(y.ndim == 1, "y must be 1-D, got ", y.ndim, "-D");
-}
-
 using ArangeTypes = TypeList<float, double, float16, bfloat16, int32_t, int64_t, uint8_t>;
 
-void arange_impl(const OpArgs& args) {
-  args.expect_counts(0, 1);
-  const double start = args.attr_float("start");
-  const double step = args.attr_float("step");
-  const Tensor y = args.output(0);
-  expect_1d(y);
-  if (!dispatch<ArangeTypes>(y.dtype, [&](auto tag) {
+// The values: kiln/sdk/creation.h.
+template <class Types, class Gen>
+void generate_impl(const Tensor& y, const Gen& gen) {
+  if (!dispatch<Types>(y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        generate_1d<T>(
-            y, [=](int64_t i) { return convert<T>(start + static_cast<double>(i) * step); });
+        generate_1d<T>(y, [=](int64_t i) { return convert<T>(gen(i)); });
       })) {
     unsupported_dtype(y.dtype);
   }
+}
+
+void arange_impl(const OpArgs& args) {
+  const Tensor y = sdk::creation_output(args);
+  generate_impl<ArangeTypes>(y, sdk::arange(args));
 }
 
 void linspace_impl(const OpArgs& args) {
-  args.expect_counts(0, 1);
-  const double start = args.attr_float("start");
-  const double end = args.attr_float("end");
-  const Tensor y = args.output(0);
-  expect_1d(y);
-  const int64_t n = y.shape[0];
-  // Two halves, each counted from its own endpoint, so both endpoints are exact.
-  const double step = n >= 2 ? (end - start) / static_cast<double>(n - 1) : 0.0;
-  const int64_t half = n / 2;
-  if (!dispatch<FloatTypes>(y.dtype, [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        generate_1d<T>(y, [=](int64_t i) {
-          if (n == 1) return convert<T>(start);
-          const double v = i < half ? start + static_cast<double>(i) * step
-                                    : end - static_cast<double>(n - 1 - i) * step;
-          return convert<T>(v);
-        });
-      })) {
-    unsupported_dtype(y.dtype);
-  }
+  const Tensor y = sdk::creation_output(args);
+  generate_impl<FloatTypes>(y, sdk::linspace(args, y.shape[0]));
 }
 
 int32_t supports_float_output(void*, const kiln_op_args* args) {

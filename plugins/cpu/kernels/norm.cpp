@@ -14,6 +14,7 @@
 #endif
 
 #include "elementwise.h"
+#include "kiln/sdk/norm.h"
 #include "registry.h"
 
 namespace kiln::cpu {
@@ -21,33 +22,14 @@ namespace kiln::cpu {
 namespace {
 
 using NormTypes = TypeList<float, double>;
-using Named = std::pair<const Tensor*, const char*>;
 
 template <class F>
 void dispatch_norm(kiln_dtype dtype, F&& fn) {
   if (!dispatch<NormTypes>(dtype, fn)) unsupported_dtype(dtype);
 }
 
-// x [N, C, *] viewed as N blocks of C channels of S contiguous elements.
-struct ChannelLayout {
-  int64_t n, c, s;
-  int64_t count() const { return n * s; }
-  int64_t at(int64_t batch, int64_t channel) const { return (batch * c + channel) * s; }
-};
-
-ChannelLayout channel_layout(const Tensor& x) {
-  KILN_SDK_CHECK_ARG(x.ndim >= 2, "x must be [N, C, *], got ", shape_string(x));
-  expect_contiguous(x, "x");
-  int64_t s = 1;
-  for (int32_t d = 2; d < x.ndim; ++d) s *= x.shape[d];
-  return {x.shape[0], x.shape[1], s};
-}
-
-void expect_channel_vector(const Tensor& t, const ChannelLayout& l, kiln_dtype dtype,
-                           const char* name) {
-  expect_shape(t, {l.c}, name);
-  expect_dtype(t, dtype, name);
-}
+using sdk::ChannelLayout;
+using sdk::RowLayout;
 
 // Float64 sums over a channel for batch norm, in eight lanes: element i of each
 // (sample, channel) block goes to lane i mod 8, and the lanes are added pairwise at
@@ -174,21 +156,11 @@ void for_each_channel(const ChannelLayout& l, const Fn& fn) {
 }
 
 void batch_norm_impl(const OpArgs& args) {
-  args.expect_counts(3, 5);
-  const double momentum = args.attr_float("momentum");
-  const double eps = args.attr_float("eps");
-  const Tensor x = args.input(0), weight = args.input(1), bias = args.input(2);
-  const Tensor y = args.output(0), mean = args.output(1), invstd = args.output(2);
-  const Tensor running_mean = args.output(3), running_var = args.output(4);
-  const ChannelLayout l = channel_layout(x);
-  expect_same_shape(y, x, "y");
-  expect_contiguous(y, "y");
-  expect_dtype(y, x.dtype, "y");
-  for (const Named& v : {Named{&weight, "weight"}, Named{&bias, "bias"}, Named{&mean, "mean"},
-                         Named{&invstd, "invstd"}, Named{&running_mean, "running_mean"},
-                         Named{&running_var, "running_var"}}) {
-    expect_channel_vector(*v.first, l, x.dtype, v.second);
-  }
+  const sdk::BatchNorm o = sdk::batch_norm_operands(args);
+  const Tensor &x = o.x, &weight = o.weight, &bias = o.bias, &y = o.y, &mean = o.mean,
+               &invstd = o.invstd, &running_mean = o.running_mean, &running_var = o.running_var;
+  const double momentum = o.momentum, eps = o.eps;
+  const ChannelLayout& l = o.layout;
   dispatch_norm(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* in = x.ptr<const T>();
@@ -225,20 +197,10 @@ void batch_norm_impl(const OpArgs& args) {
 }
 
 void batch_norm_backward_impl(const OpArgs& args) {
-  args.expect_counts(5, 3);
-  const Tensor grad_y = args.input(0), x = args.input(1), weight = args.input(2);
-  const Tensor mean = args.input(3), invstd = args.input(4);
-  const Tensor grad_x = args.output(0), grad_weight = args.output(1), grad_bias = args.output(2);
-  const ChannelLayout l = channel_layout(x);
-  for (const Tensor* t : {&grad_y, &grad_x}) {
-    expect_same_shape(*t, x, "gradient");
-    expect_contiguous(*t, "gradient");
-    expect_dtype(*t, x.dtype, "gradient");
-  }
-  for (const Named& v : {Named{&weight, "weight"}, Named{&mean, "mean"}, Named{&invstd, "invstd"},
-                         Named{&grad_weight, "grad_weight"}, Named{&grad_bias, "grad_bias"}}) {
-    expect_channel_vector(*v.first, l, x.dtype, v.second);
-  }
+  const sdk::BatchNormBackward o = sdk::batch_norm_backward_operands(args);
+  const Tensor &grad_y = o.grad_y, &x = o.x, &weight = o.weight, &mean = o.mean, &invstd = o.invstd,
+               &grad_x = o.grad_x, &grad_weight = o.grad_weight, &grad_bias = o.grad_bias;
+  const ChannelLayout& l = o.layout;
   dispatch_norm(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     for_each_channel(l, [&](int64_t ch) {
@@ -269,27 +231,6 @@ void batch_norm_backward_impl(const OpArgs& args) {
   });
 }
 
-// x viewed as [M rows, D] with D the product of the last `normalized_ndim` dims.
-struct RowLayout {
-  int64_t m, d;
-};
-
-RowLayout row_layout(const OpArgs& args, const Tensor& x) {
-  const int64_t k = args.attr_int("normalized_ndim");
-  KILN_SDK_CHECK_ARG(k >= 1 && k <= x.ndim, "normalized_ndim ", k, " does not fit x ",
-                     shape_string(x));
-  expect_contiguous(x, "x");
-  int64_t d = 1;
-  for (int32_t i = x.ndim - static_cast<int32_t>(k); i < x.ndim; ++i) d *= x.shape[i];
-  return {d == 0 ? 0 : x.numel() / d, d};
-}
-
-void expect_numel(const Tensor& t, int64_t n, kiln_dtype dtype, const char* name) {
-  KILN_SDK_CHECK_ARG(t.numel() == n, name, " has ", t.numel(), " elements, expected ", n);
-  expect_contiguous(t, name);
-  expect_dtype(t, dtype, name);
-}
-
 template <class Fn>
 void for_each_row(const RowLayout& l, const Fn& fn) {
   pool().parallel_for(0, l.m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, l.d)),
@@ -299,16 +240,11 @@ void for_each_row(const RowLayout& l, const Fn& fn) {
 }
 
 void layer_norm_impl(const OpArgs& args) {
-  args.expect_counts(3, 3);
-  const double eps = args.attr_float("eps");
-  const Tensor x = args.input(0), weight = args.input(1), bias = args.input(2);
-  const Tensor y = args.output(0), mean = args.output(1), invstd = args.output(2);
-  const RowLayout l = row_layout(args, x);
-  expect_numel(y, l.m * l.d, x.dtype, "y");
-  expect_numel(weight, l.d, x.dtype, "weight");
-  expect_numel(bias, l.d, x.dtype, "bias");
-  expect_numel(mean, l.m, x.dtype, "mean");
-  expect_numel(invstd, l.m, x.dtype, "invstd");
+  const sdk::LayerNorm o = sdk::layer_norm_operands(args);
+  const Tensor &x = o.x, &weight = o.weight, &bias = o.bias, &y = o.y, &mean = o.mean,
+               &invstd = o.invstd;
+  const double eps = o.eps;
+  const RowLayout& l = o.layout;
   dispatch_norm(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* w = weight.ptr<const T>();
@@ -336,18 +272,10 @@ void layer_norm_impl(const OpArgs& args) {
 }
 
 void layer_norm_backward_impl(const OpArgs& args) {
-  args.expect_counts(5, 3);
-  const Tensor grad_y = args.input(0), x = args.input(1), weight = args.input(2);
-  const Tensor mean = args.input(3), invstd = args.input(4);
-  const Tensor grad_x = args.output(0), grad_weight = args.output(1), grad_bias = args.output(2);
-  const RowLayout l = row_layout(args, x);
-  expect_numel(grad_y, l.m * l.d, x.dtype, "grad_y");
-  expect_numel(grad_x, l.m * l.d, x.dtype, "grad_x");
-  expect_numel(weight, l.d, x.dtype, "weight");
-  expect_numel(mean, l.m, x.dtype, "mean");
-  expect_numel(invstd, l.m, x.dtype, "invstd");
-  expect_numel(grad_weight, l.d, x.dtype, "grad_weight");
-  expect_numel(grad_bias, l.d, x.dtype, "grad_bias");
+  const sdk::LayerNormBackward o = sdk::layer_norm_backward_operands(args);
+  const Tensor &grad_y = o.grad_y, &x = o.x, &weight = o.weight, &mean = o.mean, &invstd = o.invstd,
+               &grad_x = o.grad_x, &grad_weight = o.grad_weight, &grad_bias = o.grad_bias;
+  const RowLayout& l = o.layout;
   dispatch_norm(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* w = weight.ptr<const T>();
@@ -402,20 +330,15 @@ void layer_norm_backward_impl(const OpArgs& args) {
   });
 }
 
-int32_t supports_norm(void*, const kiln_op_args* args) {
-  const kiln_dtype d = input_dtype(args, 0);
-  return d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64;
-}
-
 }  // namespace
 
 void add_norm_kernels(KernelList& list) {
-  list.push_back({"kiln.batch_norm", &run_kernel<batch_norm_impl>, &supports_norm, 0});
+  list.push_back({"kiln.batch_norm", &run_kernel<batch_norm_impl>, &sdk::supports_norm, 0});
   list.push_back(
-      {"kiln.batch_norm_backward", &run_kernel<batch_norm_backward_impl>, &supports_norm, 0});
-  list.push_back({"kiln.layer_norm", &run_kernel<layer_norm_impl>, &supports_norm, 0});
+      {"kiln.batch_norm_backward", &run_kernel<batch_norm_backward_impl>, &sdk::supports_norm, 0});
+  list.push_back({"kiln.layer_norm", &run_kernel<layer_norm_impl>, &sdk::supports_norm, 0});
   list.push_back(
-      {"kiln.layer_norm_backward", &run_kernel<layer_norm_backward_impl>, &supports_norm, 0});
+      {"kiln.layer_norm_backward", &run_kernel<layer_norm_backward_impl>, &sdk::supports_norm, 0});
 }
 
 }  // namespace kiln::cpu

@@ -7,6 +7,7 @@
 
 #include "elementwise.h"
 #include "kiln/sdk/philox.h"
+#include "kiln/sdk/random.h"
 #include "registry.h"
 
 namespace kiln::cpu {
@@ -16,13 +17,6 @@ namespace {
 // Philox rounds and transcendental functions make generation compute-bound: go
 // parallel sooner than memory-bound elementwise work does.
 constexpr int64_t kGenerateGrain = 8192;
-
-struct RandomArgs {
-  uint64_t seed;
-  uint64_t offset;
-  double a;  // low or mean
-  double b;  // high or std
-};
 
 // Runs fill_block(block_index, first_element, count) over the Philox blocks that
 // cover n elements at `per_block` elements each, in parallel. Element i only ever
@@ -38,21 +32,9 @@ void for_each_block(int64_t n, int64_t per_block, const FillBlock& fill_block) {
   });
 }
 
-Tensor random_output(const OpArgs& args, RandomArgs& r, const char* a, const char* b) {
-  args.expect_counts(0, 1);
-  r.seed = static_cast<uint64_t>(args.attr_int("seed"));
-  r.offset = static_cast<uint64_t>(args.attr_int("offset"));
-  r.a = args.attr_float(a);
-  r.b = args.attr_float(b);
-  Tensor y = args.output(0);
-  // Element i is the i-th in row-major order; the catalogue passes y contiguous.
-  KILN_SDK_CHECK_ARG(y.is_contiguous(), "y must be contiguous");
-  return y;
-}
-
 void random_uniform_impl(const OpArgs& args) {
-  RandomArgs r;
-  const Tensor y = random_output(args, r, "low", "high");
+  const sdk::RandomFill r = sdk::random_fill(args, "low", "high");
+  const Tensor& y = r.y;
   const int64_t n = y.numel();
   if (y.dtype == KILN_DTYPE_FLOAT64) {
     double* out = y.ptr<double>();
@@ -81,8 +63,8 @@ void random_uniform_impl(const OpArgs& args) {
 }
 
 void random_normal_impl(const OpArgs& args) {
-  RandomArgs r;
-  const Tensor y = random_output(args, r, "mean", "std");
+  const sdk::RandomFill r = sdk::random_fill(args, "mean", "std");
+  const Tensor& y = r.y;
   const int64_t n = y.numel();
   if (!dispatch<FloatTypes>(y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -104,17 +86,10 @@ void random_normal_impl(const OpArgs& args) {
 // high 1) is >= p, and writes y = x / (1 - p) for kept elements, computed in float64
 // and rounded once, so every backend gets the same bits.
 void dropout_impl(const OpArgs& args) {
-  args.expect_counts(1, 2);
-  const double p = args.attr_float("p");
-  const uint64_t seed = static_cast<uint64_t>(args.attr_int("seed"));
-  const uint64_t offset = static_cast<uint64_t>(args.attr_int("offset"));
-  KILN_SDK_CHECK_ARG(p >= 0 && p <= 1, "p must be in [0, 1], got ", p);
-  const Tensor x = args.input(0), y = args.output(0), mask = args.output(1);
-  expect_same_shape(y, x, "y");
-  expect_same_shape(mask, x, "mask");
-  expect_dtype(y, x.dtype, "y");
-  expect_dtype(mask, KILN_DTYPE_UINT8, "mask");
-  for (const Tensor* t : {&x, &y, &mask}) expect_contiguous(*t, "operand");
+  const sdk::Dropout d = sdk::dropout_operands(args);
+  const Tensor &x = d.x, &y = d.y, &mask = d.mask;
+  const double p = d.p;
+  const uint64_t seed = d.seed, offset = d.offset;
   const double keep_scale = 1.0 - p;
   const int64_t n = x.numel();
   if (!dispatch<FloatTypes>(x.dtype, [&](auto tag) {

@@ -7,6 +7,7 @@
 
 #include "elementwise.h"
 #include "kiln/sdk/functors.h"
+#include "kiln/sdk/pointwise.h"
 #include "registry.h"
 
 namespace kiln::cpu {
@@ -47,76 +48,35 @@ void signed_impl(const OpArgs& args) {
 }
 
 void gelu_impl(const OpArgs& args) {
-  const char* approximate = args.attr_string("approximate");
-  if (std::strcmp(approximate, "none") == 0) return float_impl<GeluExact>(args);
-  if (std::strcmp(approximate, "tanh") == 0) return float_impl<GeluTanh>(args);
-  throw sdk::Error(
-      KILN_STATUS_INVALID_ARGUMENT,
-      sdk::str_cat("approximate must be \"none\" or \"tanh\", got \"", approximate, "\""));
+  if (sdk::gelu_approximate(args) == sdk::GeluApproximate::None) return float_impl<GeluExact>(args);
+  float_impl<GeluTanh>(args);
 }
 
-void relu_backward_impl(const OpArgs& args) {
-  args.expect_counts(2, 1);
-  const Tensor grad_y = args.input(0), y = args.input(1), grad_x = args.output(0);
-  expect_same_shape(y, grad_y, "y");
-  expect_same_shape(grad_x, grad_y, "grad_x");
-  expect_dtype(y, grad_y.dtype, "y");
-  expect_dtype(grad_x, grad_y.dtype, "grad_x");
-  const Tensor* ops[3] = {&grad_x, &grad_y, &y};
-  const LoopPlan<3> plan = make_loop_plan(ops);
-  if (!dispatch<FloatTypes>(grad_y.dtype, [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        run_loop(plan, BinaryLoop<T, T, ReluGrad>{});
-      })) {
-    unsupported_dtype(grad_y.dtype);
-  }
-}
-
+// grad_x = Op(grad_y, second) for relu_backward (second = y) and gelu_backward (x).
 template <class Op>
-void gelu_backward_typed(const OpArgs& args) {
-  args.expect_counts(2, 1);
-  const Tensor grad_y = args.input(0), x = args.input(1), grad_x = args.output(0);
-  expect_same_shape(x, grad_y, "x");
-  expect_same_shape(grad_x, grad_y, "grad_x");
-  expect_dtype(x, grad_y.dtype, "x");
-  expect_dtype(grad_x, grad_y.dtype, "grad_x");
-  const Tensor* ops[3] = {&grad_x, &grad_y, &x};
+void backward_impl(const OpArgs& args, const char* second_name) {
+  const sdk::GradOperands o = sdk::grad_operands(args, second_name);
+  const Tensor* ops[3] = {&o.grad_x, &o.grad_y, &o.second};
   const LoopPlan<3> plan = make_loop_plan(ops);
-  if (!dispatch<FloatTypes>(grad_y.dtype, [&](auto tag) {
+  if (!dispatch<FloatTypes>(o.grad_y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         run_loop(plan, BinaryLoop<T, T, Op>{});
       })) {
-    unsupported_dtype(grad_y.dtype);
+    unsupported_dtype(o.grad_y.dtype);
   }
 }
 
-void gelu_backward_impl(const OpArgs& args) {
-  const char* approximate = args.attr_string("approximate");
-  if (std::strcmp(approximate, "none") == 0) return gelu_backward_typed<GeluExactGrad>(args);
-  if (std::strcmp(approximate, "tanh") == 0) return gelu_backward_typed<GeluTanhGrad>(args);
-  throw sdk::Error(
-      KILN_STATUS_INVALID_ARGUMENT,
-      sdk::str_cat("approximate must be \"none\" or \"tanh\", got \"", approximate, "\""));
-}
+void relu_backward_impl(const OpArgs& args) { backward_impl<ReluGrad>(args, "y"); }
 
-// Integer bounds: the smallest integer >= min and the largest <= max, saturated to the
-// dtype's range; a NaN bound is no bound, as it is for floats.
-template <class T>
-T integer_bound(double bound, bool is_min) {
-  constexpr double lowest = static_cast<double>(std::numeric_limits<T>::lowest());
-  constexpr double highest = static_cast<double>(std::numeric_limits<T>::max());
-  if (std::isnan(bound))
-    return is_min ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
-  const double b = is_min ? std::ceil(bound) : std::floor(bound);
-  if (b <= lowest) return std::numeric_limits<T>::lowest();
-  if (b >= highest) return std::numeric_limits<T>::max();
-  return static_cast<T>(b);
+void gelu_backward_impl(const OpArgs& args) {
+  if (sdk::gelu_approximate(args) == sdk::GeluApproximate::None) {
+    return backward_impl<GeluExactGrad>(args, "x");
+  }
+  backward_impl<GeluTanhGrad>(args, "x");
 }
 
 void clamp_impl(const OpArgs& args) {
   args.expect_counts(1, 1);
-  const double lo = args.attr_float("min");
-  const double hi = args.attr_float("max");
   const Tensor x = args.input(0);
   const Tensor y = args.output(0);
   expect_same_shape(x, y, "x");
@@ -126,12 +86,7 @@ void clamp_impl(const OpArgs& args) {
   if (!dispatch<FloatTypes, SignedIntTypes>(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         using C = compute_t<T>;
-        if constexpr (std::is_integral_v<T>) {
-          run_loop(plan, UnaryLoop<T, T, Clamp<C>>{
-                             {integer_bound<T>(lo, true), integer_bound<T>(hi, false)}});
-        } else {
-          run_loop(plan, UnaryLoop<T, T, Clamp<C>>{{static_cast<C>(lo), static_cast<C>(hi)}});
-        }
+        run_loop(plan, UnaryLoop<T, T, Clamp<C>>{sdk::clamp_for<T>(args)});
       })) {
     unsupported_dtype(x.dtype);
   }

@@ -4,6 +4,7 @@
 #include "kernels/elementwise.cuh"
 #include "kernels/registry.h"
 #include "kiln/sdk/functors.h"
+#include "kiln/sdk/pointwise.h"
 
 namespace kiln::cuda {
 
@@ -38,16 +39,9 @@ struct Select {
 };
 
 void where_impl(const OpArgs& args, const Launch& launch) {
-  args.expect_counts(3, 1);
-  const Tensor condition = args.input(0), a = args.input(1), b = args.input(2);
-  const Tensor y = args.output(0);
-  expect_dtype(condition, KILN_DTYPE_BOOL, "condition");
-  expect_same_shape(condition, y, "condition");
-  expect_same_shape(a, y, "a");
-  expect_same_shape(b, y, "b");
-  expect_dtype(a, y.dtype, "a");
-  expect_dtype(b, y.dtype, "b");
-  const Tensor* ops[4] = {&y, &condition, &a, &b};
+  const sdk::WhereOperands o = sdk::where_operands(args);
+  const Tensor& y = o.y;
+  const Tensor* ops[4] = {&o.y, &o.condition, &o.a, &o.b};
   dispatch_by_size(y.itemsize, [&](auto tag) {
     using Bits = typename decltype(tag)::type;
     run_elementwise<Bits, bool, Bits, Bits>(launch, ops, Select{});

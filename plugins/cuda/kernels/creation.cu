@@ -1,30 +1,12 @@
-// kiln.arange and kiln.linspace, computed in float64 as OPS.md specifies. The
-// multiply and add are kept apart (__dmul_rn/__dadd_rn: nvcc would otherwise fuse
-// them into one FMA), so every value has the CPU plugin's bits.
+// kiln.arange and kiln.linspace: the values are kiln/sdk/creation.h's (float64, never
+// fused into an FMA), so every value has the CPU plugin's bits.
 #include "kernels/elementwise.cuh"
 #include "kernels/registry.h"
+#include "kiln/sdk/creation.h"
 
 namespace kiln::cuda {
 
 namespace {
-
-struct Arange {
-  double start, step;
-  __device__ double operator()(int64_t i) const {
-    return __dadd_rn(start, __dmul_rn(static_cast<double>(i), step));
-  }
-};
-
-// Two halves, each counted from its own endpoint, so both endpoints are exact.
-struct Linspace {
-  double start, end, step;
-  int64_t n;
-  __device__ double operator()(int64_t i) const {
-    if (n == 1) return start;
-    if (i < n / 2) return __dadd_rn(start, __dmul_rn(static_cast<double>(i), step));
-    return __dsub_rn(end, __dmul_rn(static_cast<double>(n - 1 - i), step));
-  }
-};
 
 template <class T, class Gen>
 __global__ void __launch_bounds__(kThreads)
@@ -41,17 +23,12 @@ void generate_1d(const Launch& launch, const Tensor& y, const Gen& gen) {
       <<<grid_for(n, launch), kThreads, 0, launch.stream()>>>(y.ptr<T>(), n, stride, gen);
 }
 
-void expect_1d(const Tensor& y) {
-  KILN_SDK_CHECK_ARG(y.ndim == 1, "y must be 1-D, got ", y.ndim, "-D");
-}
-
 using ArangeTypes = TypeList<float, double, float16, bfloat16, int32_t, int64_t, uint8_t>;
 
+// The values: kiln/sdk/creation.h.
 void arange_impl(const OpArgs& args, const Launch& launch) {
-  args.expect_counts(0, 1);
-  const Arange gen{args.attr_float("start"), args.attr_float("step")};
-  const Tensor y = args.output(0);
-  expect_1d(y);
+  const Tensor y = sdk::creation_output(args);
+  const sdk::Arange gen = sdk::arange(args);
   if (!dispatch<ArangeTypes>(
           y.dtype, [&](auto tag) { generate_1d<typename decltype(tag)::type>(launch, y, gen); })) {
     unsupported_dtype(y.dtype);
@@ -59,13 +36,8 @@ void arange_impl(const OpArgs& args, const Launch& launch) {
 }
 
 void linspace_impl(const OpArgs& args, const Launch& launch) {
-  args.expect_counts(0, 1);
-  const double start = args.attr_float("start");
-  const double end = args.attr_float("end");
-  const Tensor y = args.output(0);
-  expect_1d(y);
-  const int64_t n = y.shape[0];
-  const Linspace gen{start, end, n >= 2 ? (end - start) / static_cast<double>(n - 1) : 0.0, n};
+  const Tensor y = sdk::creation_output(args);
+  const sdk::Linspace gen = sdk::linspace(args, y.shape[0]);
   if (!dispatch<FloatTypes>(
           y.dtype, [&](auto tag) { generate_1d<typename decltype(tag)::type>(launch, y, gen); })) {
     unsupported_dtype(y.dtype);

@@ -128,12 +128,6 @@ inline int32_t supports_float_input0(void*, const kiln_op_args* args) {
   return is_float_dtype(sdk::input_dtype(args, 0)) ? 1 : 0;
 }
 
-/// `supports` for ops whose first input carries the dtype: float32 and float64.
-inline int32_t supports_f32_f64_input0(void*, const kiln_op_args* args) {
-  const kiln_dtype d = sdk::input_dtype(args, 0);
-  return d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64 ? 1 : 0;
-}
-
 // ---- launch geometry --------------------------------------------------------------------
 
 inline constexpr int kThreads = 256;

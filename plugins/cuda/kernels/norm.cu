@@ -28,6 +28,7 @@
 #include <cmath>
 
 #include "dnn_util.cuh"
+#include "kiln/sdk/norm.h"
 
 namespace kiln::cuda {
 
@@ -40,30 +41,8 @@ void dispatch_norm(kiln_dtype dtype, F&& fn) {
   if (!dispatch_f32_f64(dtype, fn)) sdk::unsupported_dtype(dtype);
 }
 
-struct Named {
-  const Tensor* tensor;
-  const char* name;
-};
-
-// x [N, C, *] viewed as N blocks of C channels of S contiguous elements.
-struct ChannelLayout {
-  int64_t n, c, s;
-  int64_t count() const { return n * s; }
-};
-
-ChannelLayout channel_layout(const Tensor& x) {
-  KILN_SDK_CHECK_ARG(x.ndim >= 2, "x must be [N, C, *], got ", sdk::shape_string(x));
-  sdk::expect_contiguous(x, "x");
-  int64_t s = 1;
-  for (int32_t d = 2; d < x.ndim; ++d) s *= x.shape[d];
-  return {x.shape[0], x.shape[1], s};
-}
-
-void expect_channel_vector(const Tensor& t, const ChannelLayout& l, kiln_dtype dtype,
-                           const char* name) {
-  sdk::expect_shape(t, {l.c}, name);
-  sdk::expect_dtype(t, dtype, name);
-}
+using sdk::ChannelLayout;
+using sdk::RowLayout;
 
 // Chunks per channel for pass 1: about 4096 elements per block, at most ~2048 blocks
 // in all; a function of the shape only, so the summation tree is too.
@@ -168,21 +147,11 @@ __global__ void bn_apply_kernel(const T* __restrict__ x, T* __restrict__ y,
 }
 
 void batch_norm_impl(const OpArgs& args, const Launch& l) {
-  args.expect_counts(3, 5);
-  const double momentum = args.attr_float("momentum");
-  const double eps = args.attr_float("eps");
-  const Tensor x = args.input(0), weight = args.input(1), bias = args.input(2);
-  const Tensor y = args.output(0), mean = args.output(1), invstd = args.output(2);
-  const Tensor running_mean = args.output(3), running_var = args.output(4);
-  const ChannelLayout cl = channel_layout(x);
-  sdk::expect_same_shape(y, x, "y");
-  sdk::expect_contiguous(y, "y");
-  sdk::expect_dtype(y, x.dtype, "y");
-  for (const Named& v : {Named{&weight, "weight"}, Named{&bias, "bias"}, Named{&mean, "mean"},
-                         Named{&invstd, "invstd"}, Named{&running_mean, "running_mean"},
-                         Named{&running_var, "running_var"}}) {
-    expect_channel_vector(*v.tensor, cl, x.dtype, v.name);
-  }
+  const sdk::BatchNorm o = sdk::batch_norm_operands(args);
+  const Tensor &x = o.x, &weight = o.weight, &bias = o.bias, &y = o.y, &mean = o.mean,
+               &invstd = o.invstd, &running_mean = o.running_mean, &running_var = o.running_var;
+  const double momentum = o.momentum, eps = o.eps;
+  const ChannelLayout& cl = o.layout;
   if (cl.c == 0) return;
   const int64_t chunks = chunks_for(cl);
   auto* partials =
@@ -295,20 +264,10 @@ __global__ void bn_backward_apply_kernel(const T* __restrict__ grad_y, const T* 
 }
 
 void batch_norm_backward_impl(const OpArgs& args, const Launch& l) {
-  args.expect_counts(5, 3);
-  const Tensor grad_y = args.input(0), x = args.input(1), weight = args.input(2);
-  const Tensor mean = args.input(3), invstd = args.input(4);
-  const Tensor grad_x = args.output(0), grad_weight = args.output(1), grad_bias = args.output(2);
-  const ChannelLayout cl = channel_layout(x);
-  for (const Named& v : {Named{&grad_y, "grad_y"}, Named{&grad_x, "grad_x"}}) {
-    sdk::expect_same_shape(*v.tensor, x, v.name);
-    sdk::expect_contiguous(*v.tensor, v.name);
-    sdk::expect_dtype(*v.tensor, x.dtype, v.name);
-  }
-  for (const Named& v : {Named{&weight, "weight"}, Named{&mean, "mean"}, Named{&invstd, "invstd"},
-                         Named{&grad_weight, "grad_weight"}, Named{&grad_bias, "grad_bias"}}) {
-    expect_channel_vector(*v.tensor, cl, x.dtype, v.name);
-  }
+  const sdk::BatchNormBackward o = sdk::batch_norm_backward_operands(args);
+  const Tensor &grad_y = o.grad_y, &x = o.x, &weight = o.weight, &mean = o.mean, &invstd = o.invstd,
+               &grad_x = o.grad_x, &grad_weight = o.grad_weight, &grad_bias = o.grad_bias;
+  const ChannelLayout& cl = o.layout;
   if (cl.c == 0) return;
   const int64_t chunks = chunks_for(cl);
   auto* partials =
@@ -349,26 +308,6 @@ void batch_norm_backward_impl(const OpArgs& args, const Launch& l) {
 // ---- layer norm --------------------------------------------------------------------------
 
 // x viewed as [M rows, D] with D the product of the last `normalized_ndim` dims.
-struct RowLayout {
-  int64_t m, d;
-};
-
-RowLayout row_layout(const OpArgs& args, const Tensor& x) {
-  const int64_t k = args.attr_int("normalized_ndim");
-  KILN_SDK_CHECK_ARG(k >= 1 && k <= x.ndim, "normalized_ndim ", k, " does not fit x ",
-                     sdk::shape_string(x));
-  sdk::expect_contiguous(x, "x");
-  int64_t d = 1;
-  for (int32_t i = x.ndim - static_cast<int32_t>(k); i < x.ndim; ++i) d *= x.shape[i];
-  return {d == 0 ? 0 : x.numel() / d, d};
-}
-
-void expect_numel(const Tensor& t, int64_t n, kiln_dtype dtype, const char* name) {
-  KILN_SDK_CHECK_ARG(t.numel() == n, name, " has ", t.numel(), " elements, expected ", n);
-  sdk::expect_contiguous(t, name);
-  sdk::expect_dtype(t, dtype, name);
-}
-
 // Threads per row block: about four elements per thread, 32 to 512 (a function of D
 // only, like the summation tree it sets).
 int row_threads(int64_t d) {
@@ -417,16 +356,11 @@ __global__ void layer_norm_kernel(const T* __restrict__ x, const T* __restrict__
 }
 
 void layer_norm_impl(const OpArgs& args, const Launch& l) {
-  args.expect_counts(3, 3);
-  const double eps = args.attr_float("eps");
-  const Tensor x = args.input(0), weight = args.input(1), bias = args.input(2);
-  const Tensor y = args.output(0), mean = args.output(1), invstd = args.output(2);
-  const RowLayout rl = row_layout(args, x);
-  expect_numel(y, rl.m * rl.d, x.dtype, "y");
-  expect_numel(weight, rl.d, x.dtype, "weight");
-  expect_numel(bias, rl.d, x.dtype, "bias");
-  expect_numel(mean, rl.m, x.dtype, "mean");
-  expect_numel(invstd, rl.m, x.dtype, "invstd");
+  const sdk::LayerNorm o = sdk::layer_norm_operands(args);
+  const Tensor &x = o.x, &weight = o.weight, &bias = o.bias, &y = o.y, &mean = o.mean,
+               &invstd = o.invstd;
+  const double eps = o.eps;
+  const RowLayout& rl = o.layout;
   if (rl.m == 0) return;
   dispatch_norm(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -512,18 +446,10 @@ __global__ void layer_norm_backward_reduce_kernel(const double* __restrict__ par
 }
 
 void layer_norm_backward_impl(const OpArgs& args, const Launch& l) {
-  args.expect_counts(5, 3);
-  const Tensor grad_y = args.input(0), x = args.input(1), weight = args.input(2);
-  const Tensor mean = args.input(3), invstd = args.input(4);
-  const Tensor grad_x = args.output(0), grad_weight = args.output(1), grad_bias = args.output(2);
-  const RowLayout rl = row_layout(args, x);
-  expect_numel(grad_y, rl.m * rl.d, x.dtype, "grad_y");
-  expect_numel(grad_x, rl.m * rl.d, x.dtype, "grad_x");
-  expect_numel(weight, rl.d, x.dtype, "weight");
-  expect_numel(mean, rl.m, x.dtype, "mean");
-  expect_numel(invstd, rl.m, x.dtype, "invstd");
-  expect_numel(grad_weight, rl.d, x.dtype, "grad_weight");
-  expect_numel(grad_bias, rl.d, x.dtype, "grad_bias");
+  const sdk::LayerNormBackward o = sdk::layer_norm_backward_operands(args);
+  const Tensor &grad_y = o.grad_y, &x = o.x, &weight = o.weight, &mean = o.mean, &invstd = o.invstd,
+               &grad_x = o.grad_x, &grad_weight = o.grad_weight, &grad_bias = o.grad_bias;
+  const RowLayout& rl = o.layout;
   if (rl.d == 0) return;
   // Row chunks of at least 32 rows, at most 512 chunks: a function of M only.
   const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>((rl.m + 31) / 32, 512));
@@ -552,12 +478,10 @@ void layer_norm_backward_impl(const OpArgs& args, const Launch& l) {
 }  // namespace
 
 void add_norm_kernels(KernelList& list) {
-  list.push_back({"kiln.batch_norm", &batch_norm_impl, &supports_f32_f64_input0, 0});
-  list.push_back(
-      {"kiln.batch_norm_backward", &batch_norm_backward_impl, &supports_f32_f64_input0, 0});
-  list.push_back({"kiln.layer_norm", &layer_norm_impl, &supports_f32_f64_input0, 0});
-  list.push_back(
-      {"kiln.layer_norm_backward", &layer_norm_backward_impl, &supports_f32_f64_input0, 0});
+  list.push_back({"kiln.batch_norm", &batch_norm_impl, &sdk::supports_norm, 0});
+  list.push_back({"kiln.batch_norm_backward", &batch_norm_backward_impl, &sdk::supports_norm, 0});
+  list.push_back({"kiln.layer_norm", &layer_norm_impl, &sdk::supports_norm, 0});
+  list.push_back({"kiln.layer_norm_backward", &layer_norm_backward_impl, &sdk::supports_norm, 0});
 }
 
 }  // namespace kiln::cuda

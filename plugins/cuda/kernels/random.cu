@@ -9,17 +9,11 @@
 #include "kernels/elementwise.cuh"
 #include "kernels/registry.h"
 #include "kiln/sdk/philox.h"
+#include "kiln/sdk/random.h"
 
 namespace kiln::cuda {
 
 namespace {
-
-struct RandomArgs {
-  uint64_t seed;
-  uint64_t offset;
-  double a;  // low or mean
-  double b;  // high or std
-};
 
 // One thread per Philox block: four float32-mapped elements.
 template <class T>
@@ -89,21 +83,9 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-Tensor random_output(const OpArgs& args, RandomArgs& r, const char* a, const char* b) {
-  args.expect_counts(0, 1);
-  r.seed = static_cast<uint64_t>(args.attr_int("seed"));
-  r.offset = static_cast<uint64_t>(args.attr_int("offset"));
-  r.a = args.attr_float(a);
-  r.b = args.attr_float(b);
-  Tensor y = args.output(0);
-  // Element i is the i-th in row-major order; the catalogue passes y contiguous.
-  expect_contiguous(y, "y");
-  return y;
-}
-
 void random_uniform_impl(const OpArgs& args, const Launch& launch) {
-  RandomArgs r;
-  const Tensor y = random_output(args, r, "low", "high");
+  const sdk::RandomFill r = sdk::random_fill(args, "low", "high");
+  const Tensor& y = r.y;
   const int64_t n = y.numel();
   const cudaStream_t stream = launch.stream();
   if (y.dtype == KILN_DTYPE_FLOAT64) {
@@ -127,8 +109,8 @@ void random_uniform_impl(const OpArgs& args, const Launch& launch) {
 }
 
 void random_normal_impl(const OpArgs& args, const Launch& launch) {
-  RandomArgs r;
-  const Tensor y = random_output(args, r, "mean", "std");
+  const sdk::RandomFill r = sdk::random_fill(args, "mean", "std");
+  const Tensor& y = r.y;
   const int64_t n = y.numel();
   if (!dispatch<FloatTypes>(y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -141,19 +123,10 @@ void random_normal_impl(const OpArgs& args, const Launch& launch) {
 }
 
 void dropout_impl(const OpArgs& args, const Launch& launch) {
-  args.expect_counts(1, 2);
-  const double p = args.attr_float("p");
-  const uint64_t seed = static_cast<uint64_t>(args.attr_int("seed"));
-  const uint64_t offset = static_cast<uint64_t>(args.attr_int("offset"));
-  KILN_SDK_CHECK_ARG(p >= 0 && p <= 1, "p must be in [0, 1], got ", p);
-  const Tensor x = args.input(0), y = args.output(0), mask = args.output(1);
-  expect_same_shape(y, x, "y");
-  expect_same_shape(mask, x, "mask");
-  expect_dtype(y, x.dtype, "y");
-  expect_dtype(mask, KILN_DTYPE_UINT8, "mask");
-  expect_contiguous(x, "x");
-  expect_contiguous(y, "y");
-  expect_contiguous(mask, "mask");
+  const sdk::Dropout d = sdk::dropout_operands(args);
+  const Tensor &x = d.x, &y = d.y, &mask = d.mask;
+  const double p = d.p;
+  const uint64_t seed = d.seed, offset = d.offset;
   const int64_t n = x.numel();
   if (!dispatch<FloatTypes>(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;

@@ -9,6 +9,7 @@
 #include "kernels/elementwise.cuh"
 #include "kernels/registry.h"
 #include "kiln/sdk/functors.h"
+#include "kiln/sdk/pointwise.h"
 
 namespace kiln::cuda {
 
@@ -44,66 +45,39 @@ void signed_impl(const OpArgs& args, const Launch& launch) {
   unary_same_dtype<Op, FloatTypes, SignedIntTypes>(args, launch, Op{});
 }
 
-[[noreturn]] void bad_approximate(const char* approximate) {
-  throw sdk::Error(
-      KILN_STATUS_INVALID_ARGUMENT,
-      sdk::str_cat("approximate must be \"none\" or \"tanh\", got \"", approximate, "\""));
-}
-
 void gelu_impl(const OpArgs& args, const Launch& launch) {
-  const char* approximate = args.attr_string("approximate");
-  if (std::strcmp(approximate, "none") == 0) return float_impl<GeluExact>(args, launch);
-  if (std::strcmp(approximate, "tanh") == 0) return float_impl<GeluTanh>(args, launch);
-  bad_approximate(approximate);
+  if (sdk::gelu_approximate(args) == sdk::GeluApproximate::None) {
+    return float_impl<GeluExact>(args, launch);
+  }
+  float_impl<GeluTanh>(args, launch);
 }
 
-// grad_x = op(grad_y, second) for relu_backward (second = y) and gelu_backward (x).
+// grad_x = Op(grad_y, second) for relu_backward (second = y) and gelu_backward (x).
 template <class Op>
 void backward_impl(const OpArgs& args, const Launch& launch, const char* second_name) {
-  args.expect_counts(2, 1);
-  const Tensor grad_y = args.input(0), second = args.input(1), grad_x = args.output(0);
-  expect_same_shape(second, grad_y, second_name);
-  expect_same_shape(grad_x, grad_y, "grad_x");
-  expect_dtype(second, grad_y.dtype, second_name);
-  expect_dtype(grad_x, grad_y.dtype, "grad_x");
-  const Tensor* ops[3] = {&grad_x, &grad_y, &second};
-  if (!dispatch<FloatTypes>(grad_y.dtype, [&](auto tag) {
+  const sdk::GradOperands o = sdk::grad_operands(args, second_name);
+  const Tensor* ops[3] = {&o.grad_x, &o.grad_y, &o.second};
+  if (!dispatch<FloatTypes>(o.grad_y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         run_elementwise<T, T, T>(launch, ops, Op{});
       })) {
-    unsupported_dtype(grad_y.dtype);
+    unsupported_dtype(o.grad_y.dtype);
   }
 }
 
 void gelu_backward_impl(const OpArgs& args, const Launch& launch) {
-  const char* approximate = args.attr_string("approximate");
-  if (std::strcmp(approximate, "none") == 0) return backward_impl<GeluExactGrad>(args, launch, "x");
-  if (std::strcmp(approximate, "tanh") == 0) return backward_impl<GeluTanhGrad>(args, launch, "x");
-  bad_approximate(approximate);
+  if (sdk::gelu_approximate(args) == sdk::GeluApproximate::None) {
+    return backward_impl<GeluExactGrad>(args, launch, "x");
+  }
+  backward_impl<GeluTanhGrad>(args, launch, "x");
 }
 
 void relu_backward_impl(const OpArgs& args, const Launch& launch) {
   backward_impl<ReluGrad>(args, launch, "y");
 }
 
-// Integer bounds: the smallest integer >= min and the largest <= max, saturated to the
-// dtype's range; a NaN bound is no bound, as it is for floats.
-template <class T>
-T integer_bound(double bound, bool is_min) {
-  constexpr double lowest = static_cast<double>(std::numeric_limits<T>::lowest());
-  constexpr double highest = static_cast<double>(std::numeric_limits<T>::max());
-  if (std::isnan(bound))
-    return is_min ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
-  const double b = is_min ? std::ceil(bound) : std::floor(bound);
-  if (b <= lowest) return std::numeric_limits<T>::lowest();
-  if (b >= highest) return std::numeric_limits<T>::max();
-  return static_cast<T>(b);
-}
-
 void clamp_impl(const OpArgs& args, const Launch& launch) {
   args.expect_counts(1, 1);
-  const double lo = args.attr_float("min");
-  const double hi = args.attr_float("max");
   const Tensor x = args.input(0);
   const Tensor y = args.output(0);
   expect_same_shape(x, y, "x");
@@ -111,13 +85,7 @@ void clamp_impl(const OpArgs& args, const Launch& launch) {
   const Tensor* ops[2] = {&y, &x};
   if (!dispatch<FloatTypes, SignedIntTypes>(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        using C = compute_t<T>;
-        if constexpr (std::is_integral_v<T>) {
-          run_elementwise<T, T>(launch, ops,
-                                Clamp<C>{integer_bound<T>(lo, true), integer_bound<T>(hi, false)});
-        } else {
-          run_elementwise<T, T>(launch, ops, Clamp<C>{static_cast<C>(lo), static_cast<C>(hi)});
-        }
+        run_elementwise<T, T>(launch, ops, sdk::clamp_for<T>(args));
       })) {
     unsupported_dtype(x.dtype);
   }

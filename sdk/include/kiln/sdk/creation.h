@@ -1,0 +1,80 @@
+// kiln/sdk/creation.h — kiln.arange and kiln.linspace: their operand checks and the
+// value of element i, computed in float64 as OPS.md specifies, written once for every
+// plugin (KILN_HOST_DEVICE: CUDA device code runs the same arithmetic as the CPU).
+// Multiplies and adds are never fused into an FMA, on either side, so every backend
+// produces the same bits: nvcc's device code gets explicitly rounded intrinsics, and a
+// host build must compile with -ffp-contract=off (the CPU plugin does).
+#ifndef KILN_SDK_CREATION_H
+#define KILN_SDK_CREATION_H
+
+#include <cstdint>
+
+#include "kiln/sdk/host_device.h"
+#include "kiln/sdk/op_args.h"
+
+namespace kiln::sdk {
+
+namespace detail {
+KILN_HOST_DEVICE inline double add_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+KILN_HOST_DEVICE inline double sub_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+KILN_HOST_DEVICE inline double mul_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+}  // namespace detail
+
+/// y[i] = start + i·step.
+struct Arange {
+  double start, step;
+  KILN_HOST_DEVICE double operator()(int64_t i) const {
+    return detail::add_rn(start, detail::mul_rn(static_cast<double>(i), step));
+  }
+};
+
+/// n values from start to end; two halves, each counted from its own endpoint, so
+/// both endpoints are exact.
+struct Linspace {
+  double start, end, step;
+  int64_t n;
+  KILN_HOST_DEVICE double operator()(int64_t i) const {
+    if (n == 1) return start;
+    if (i < n / 2) return detail::add_rn(start, detail::mul_rn(static_cast<double>(i), step));
+    return detail::sub_rn(end, detail::mul_rn(static_cast<double>(n - 1 - i), step));
+  }
+};
+
+/// The checked output of both ops: 1-D, any stride.
+inline Tensor creation_output(const OpArgs& args) {
+  args.expect_counts(0, 1);
+  const Tensor y = args.output(0);
+  KILN_SDK_CHECK_ARG(y.ndim == 1, "y must be 1-D, got ", y.ndim, "-D");
+  return y;
+}
+
+inline Arange arange(const OpArgs& args) {
+  return {args.attr_float("start"), args.attr_float("step")};
+}
+
+inline Linspace linspace(const OpArgs& args, int64_t n) {
+  const double start = args.attr_float("start"), end = args.attr_float("end");
+  return {start, end, n >= 2 ? (end - start) / static_cast<double>(n - 1) : 0.0, n};
+}
+
+}  // namespace kiln::sdk
+
+#endif  // KILN_SDK_CREATION_H

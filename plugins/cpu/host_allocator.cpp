@@ -75,14 +75,14 @@ HostBlock* HostAllocator::allocate(size_t bytes, size_t alignment) {
                  "alignment ", alignment, " is not a power of two");
   std::lock_guard lock(mutex_);
   if (bytes == 0) {
-    ++num_allocations_;
+    ++stats_.num_allocations;
     return &empty_block_;
   }
   auto out_of_memory = [&] {
     return sdk::Error(
         KILN_STATUS_OUT_OF_MEMORY,
-        sdk::str_cat("out of memory: cannot allocate ", bytes, " bytes; ", bytes_in_use_,
-                     " bytes in use, ", bytes_reserved_, " bytes reserved"));
+        sdk::str_cat("out of memory: cannot allocate ", bytes, " bytes; ", stats_.bytes_in_use,
+                     " bytes in use, ", stats_.bytes_reserved, " bytes reserved"));
   };
 
   int32_t size_class = kUncachedClass;
@@ -102,9 +102,9 @@ HostBlock* HostAllocator::allocate(size_t bytes, size_t alignment) {
         HostBlock* block = it->second;
         free_large_.erase(it);
         block->in_use = true;
-        bytes_in_use_ += block->size;
-        peak_bytes_in_use_ = std::max(peak_bytes_in_use_, bytes_in_use_);
-        ++num_allocations_;
+        stats_.bytes_in_use += block->size;
+        stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+        ++stats_.num_allocations;
         return block;
       }
     } else {
@@ -113,9 +113,9 @@ HostBlock* HostAllocator::allocate(size_t bytes, size_t alignment) {
         HostBlock* block = list.back();
         list.pop_back();
         block->in_use = true;
-        bytes_in_use_ += block->size;
-        peak_bytes_in_use_ = std::max(peak_bytes_in_use_, bytes_in_use_);
-        ++num_allocations_;
+        stats_.bytes_in_use += block->size;
+        stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+        ++stats_.num_allocations;
         return block;
       }
       size = class_size(size_class);
@@ -145,11 +145,11 @@ HostBlock* HostAllocator::new_block(void* data, size_t size, int32_t size_class)
     delete block;
     throw;
   }
-  bytes_reserved_ += size;
-  ++num_system_allocations_;
-  bytes_in_use_ += size;
-  peak_bytes_in_use_ = std::max(peak_bytes_in_use_, bytes_in_use_);
-  ++num_allocations_;
+  stats_.bytes_reserved += size;
+  ++stats_.num_system_allocations;
+  stats_.bytes_in_use += size;
+  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  ++stats_.num_allocations;
   return block;
 }
 
@@ -161,7 +161,7 @@ void HostAllocator::deallocate(HostBlock* block) {
   std::lock_guard lock(mutex_);
   KILN_SDK_CHECK(block->in_use, KILN_STATUS_INVALID_ARGUMENT, "buffer freed twice");
   block->in_use = false;
-  bytes_in_use_ -= block->size;
+  stats_.bytes_in_use -= block->size;
   if (block->size_class >= 0) {
     // Cannot throw: allocate() reserved room for every block of this class.
     free_lists_[static_cast<size_t>(block->size_class)].push_back(block);
@@ -169,12 +169,12 @@ void HostAllocator::deallocate(HostBlock* block) {
     try {
       free_large_.emplace(block->size, block);
     } catch (...) {  // no memory for the map node: give the block back instead
-      bytes_reserved_ -= block->size;
+      stats_.bytes_reserved -= block->size;
       std::free(block->data);
       delete block;
     }
   } else {
-    bytes_reserved_ -= block->size;
+    stats_.bytes_reserved -= block->size;
     std::free(block->data);
     delete block;
   }
@@ -185,14 +185,14 @@ void HostAllocator::release_cached_locked() {
     auto& list = free_lists_[c];
     blocks_per_class_[c] -= list.size();
     for (HostBlock* block : list) {
-      bytes_reserved_ -= block->size;
+      stats_.bytes_reserved -= block->size;
       std::free(block->data);
       delete block;
     }
     list.clear();
   }
   for (auto& [size, block] : free_large_) {
-    bytes_reserved_ -= size;
+    stats_.bytes_reserved -= size;
     std::free(block->data);
     delete block;
   }
@@ -206,14 +206,7 @@ void HostAllocator::empty_cache() {
 
 kiln_memory_stats HostAllocator::stats() const {
   std::lock_guard lock(mutex_);
-  kiln_memory_stats s{};
-  s.struct_size = sizeof(kiln_memory_stats);
-  s.bytes_in_use = bytes_in_use_;
-  s.bytes_reserved = bytes_reserved_;
-  s.peak_bytes_in_use = peak_bytes_in_use_;
-  s.num_allocations = num_allocations_;
-  s.num_system_allocations = num_system_allocations_;
-  return s;
+  return stats_;
 }
 
 }  // namespace kiln::cpu

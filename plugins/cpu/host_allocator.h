@@ -91,11 +91,8 @@ class HostAllocator {
   std::multimap<size_t, HostBlock*> free_large_;     // by size
   HostBlock empty_block_;                            // shared by every 0-byte request
 
-  uint64_t bytes_in_use_ = 0;
-  uint64_t bytes_reserved_ = 0;
-  uint64_t peak_bytes_in_use_ = 0;
-  uint64_t num_allocations_ = 0;
-  uint64_t num_system_allocations_ = 0;
+  // The counters, kept as the ABI reports them (stats() copies them under the mutex).
+  kiln_memory_stats stats_{sizeof(kiln_memory_stats), 0, 0, 0, 0, 0};
 };
 
 }  // namespace kiln::cpu

@@ -31,14 +31,14 @@ Allocation* CachingAllocator::allocate(size_t bytes, size_t alignment, cudaStrea
   alignment = std::max<size_t>(alignment, Device::kAlignment);
   std::lock_guard lock(mutex_);
   if (bytes == 0) {
-    ++num_allocations_;
+    ++stats_.num_allocations;
     return &empty_;
   }
   const bool small = padded <= kSmallLimit;
   const size_t size = round_up(padded, small ? kBlockRounding : kLargeRounding);
   // Rounding overflowed, or more than the whole device: fail without asking CUDA.
   if (size == 0 || size > device_.properties().totalGlobalMem) {
-    throw_out_of_memory(device_, name(), bytes, bytes_in_use_, bytes_reserved_);
+    throw_out_of_memory(device_, name(), bytes, stats_.bytes_in_use, stats_.bytes_reserved);
   }
   device_.make_current();
   FreeSet& pool = small ? small_ : large_;
@@ -51,9 +51,9 @@ Allocation* CachingAllocator::allocate(size_t bytes, size_t alignment, cudaStrea
   block->size = block->block_size;
   block->data =
       reinterpret_cast<void*>(round_up(reinterpret_cast<uintptr_t>(block->ptr), alignment));
-  bytes_in_use_ += block->block_size;
-  peak_bytes_in_use_ = std::max(peak_bytes_in_use_, bytes_in_use_);
-  ++num_allocations_;
+  stats_.bytes_in_use += block->block_size;
+  stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  ++stats_.num_allocations;
   return block;
 }
 
@@ -133,7 +133,7 @@ CachingAllocator::Block* CachingAllocator::new_segment(size_t segment_size, bool
   }
   if (status == cudaErrorMemoryAllocation) {
     cudaGetLastError();
-    throw_out_of_memory(device_, name(), request, bytes_in_use_, bytes_reserved_);
+    throw_out_of_memory(device_, name(), request, stats_.bytes_in_use, stats_.bytes_reserved);
   }
   if (status != cudaSuccess) device_.fail(status, "cudaMalloc");
   Segment* segment = nullptr;
@@ -154,8 +154,8 @@ CachingAllocator::Block* CachingAllocator::new_segment(size_t segment_size, bool
   block->segment = segment;
   block->small = small;
   segment->first = block;
-  bytes_reserved_ += segment_size;
-  ++num_system_allocations_;
+  stats_.bytes_reserved += segment_size;
+  ++stats_.num_system_allocations;
   return block;
 }
 
@@ -212,7 +212,7 @@ void CachingAllocator::deallocate(Allocation* allocation, cudaStream_t stream) {
   block->in_use = false;
   block->stream = stream;
   block->event = event;
-  bytes_in_use_ -= block->block_size;
+  stats_.bytes_in_use -= block->block_size;
 
   // Merge with free neighbours released on the same stream. The survivor is the lower
   // block (so a segment's first block is never deleted) and keeps the newest event,
@@ -273,7 +273,7 @@ void CachingAllocator::release_free_segments() {
     }
     cudaFree(segment->base);
     cudaGetLastError();  // a failure here leaves the memory with the driver; keep going
-    bytes_reserved_ -= segment->size;
+    stats_.bytes_reserved -= segment->size;
     delete segment;
   }
   segments_.swap(kept);
@@ -302,14 +302,7 @@ void CachingAllocator::retag_stream(cudaStream_t stream, cudaStream_t to) {
 
 kiln_memory_stats CachingAllocator::stats() const {
   std::lock_guard lock(mutex_);
-  kiln_memory_stats s{};
-  s.struct_size = sizeof s;
-  s.bytes_in_use = bytes_in_use_;
-  s.bytes_reserved = bytes_reserved_;
-  s.peak_bytes_in_use = peak_bytes_in_use_;
-  s.num_allocations = num_allocations_;
-  s.num_system_allocations = num_system_allocations_;
-  return s;
+  return stats_;
 }
 
 }  // namespace kiln::cuda

@@ -47,22 +47,13 @@ void linspace_impl(const OpArgs& args) {
   generate_impl<FloatTypes>(y, sdk::linspace(args, y.shape[0]));
 }
 
-int32_t supports_float_output(void*, const kiln_op_args* args) {
-  const kiln_dtype d = output_dtype(args, 0);
-  return d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64 || d == KILN_DTYPE_FLOAT16 ||
-         d == KILN_DTYPE_BFLOAT16;
-}
-
-int32_t supports_non_bool_output(void*, const kiln_op_args* args) {
-  const kiln_dtype d = output_dtype(args, 0);
-  return d != KILN_DTYPE_BOOL && kiln_dtype_size(d) != 0;
-}
-
 }  // namespace
 
 void add_creation_kernels(KernelList& list) {
-  list.push_back({"kiln.arange", &run_kernel<arange_impl>, &supports_non_bool_output, 0});
-  list.push_back({"kiln.linspace", &run_kernel<linspace_impl>, &supports_float_output, 0});
+  list.push_back({"kiln.arange", &run_kernel<arange_impl>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::arange>, 0});
+  list.push_back({"kiln.linspace", &run_kernel<linspace_impl>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::linspace>, 0});
 }
 
 }  // namespace kiln::cpu

@@ -17,6 +17,7 @@
 
 #include "blas.h"
 #include "elementwise.h"
+#include "kiln/sdk/matmul.h"
 #include "reduce_engine.h"
 #include "registry.h"
 
@@ -52,10 +53,7 @@ void pack(const Src* src, int64_t rows, int64_t cols, int64_t row_stride, int64_
   }
 }
 
-struct MatmulShape {
-  int64_t m, n, k, batch;
-  int batch_ndim;
-};
+using sdk::MatmulShape;
 
 // One operand matrix as BLAS will see it, packing into `scratch` when necessary.
 template <class Compute, class T>
@@ -124,27 +122,9 @@ void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& y, const Matmu
 }
 
 void matmul_impl(const OpArgs& args) {
-  args.expect_counts(2, 1);
-  const Tensor a = args.input(0);
-  const Tensor b = args.input(1);
-  const Tensor y = args.output(0);
-  const int nd = a.ndim;
-  KILN_SDK_CHECK_ARG(nd >= 2 && b.ndim == nd && y.ndim == nd,
-                     "a, b and y must have one rank >= 2, got ", a.ndim, ", ", b.ndim, ", ",
-                     y.ndim);
-  expect_dtype(b, a.dtype, "b");
-  expect_dtype(y, a.dtype, "y");
-  KILN_SDK_CHECK_ARG(y.is_contiguous(), "y must be contiguous");
-  MatmulShape s{a.shape[nd - 2], b.shape[nd - 1], a.shape[nd - 1], 1, nd - 2};
-  KILN_SDK_CHECK_ARG(b.shape[nd - 2] == s.k, "inner dims differ: a has ", s.k, " columns, b has ",
-                     b.shape[nd - 2], " rows");
-  KILN_SDK_CHECK_ARG(y.shape[nd - 2] == s.m && y.shape[nd - 1] == s.n, "y must be [..., ", s.m,
-                     ", ", s.n, "]");
-  for (int d = 0; d < s.batch_ndim; ++d) {
-    KILN_SDK_CHECK_ARG(a.shape[d] == y.shape[d] && b.shape[d] == y.shape[d], "batch dim ", d,
-                       " differs: a ", a.shape[d], ", b ", b.shape[d], ", y ", y.shape[d]);
-    s.batch *= y.shape[d];
-  }
+  const sdk::Matmul o = sdk::matmul_operands(args);
+  const Tensor &a = o.a, &b = o.b, &y = o.y;
+  const MatmulShape& s = o.shape;
   KILN_SDK_CHECK(s.m <= INT_MAX && s.n <= INT_MAX && s.k <= INT_MAX, KILN_STATUS_UNSUPPORTED,
                  "matrix dims above INT_MAX (", s.m, ", ", s.n, ", ", s.k, ")");
   if (s.batch == 0 || s.m == 0 || s.n == 0) return;
@@ -158,18 +138,11 @@ void matmul_impl(const OpArgs& args) {
   }
 }
 
-int32_t supports_matmul(void*, const kiln_op_args* args) {
-  const kiln_dtype d = input_dtype(args, 0);
-  const bool is_float = d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64 ||
-                        d == KILN_DTYPE_FLOAT16 || d == KILN_DTYPE_BFLOAT16;
-  return is_float && input_dtype(args, 1) == d && output_dtype(args, 0) == d;
-}
-
 }  // namespace
 
 void add_matmul_kernels(KernelList& list) {
   list.push_back(
-      {"kiln.matmul", &run_kernel<matmul_impl>, &supports_matmul, KILN_KERNEL_STRIDED_INPUTS});
+      {"kiln.matmul", &run_kernel<matmul_impl>, &sdk::supports_matmul, KILN_KERNEL_STRIDED_INPUTS});
 }
 
 }  // namespace kiln::cpu

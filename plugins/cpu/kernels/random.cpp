@@ -111,20 +111,15 @@ void dropout_impl(const OpArgs& args) {
   }
 }
 
-int32_t supports_float_output(void*, const kiln_op_args* args) {
-  const kiln_dtype d = output_dtype(args, 0);
-  return d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64 || d == KILN_DTYPE_FLOAT16 ||
-         d == KILN_DTYPE_BFLOAT16;
-}
-
 }  // namespace
 
 void add_random_kernels(KernelList& list) {
-  list.push_back(
-      {"kiln.random_uniform", &run_kernel<random_uniform_impl>, &supports_float_output, 0});
-  list.push_back(
-      {"kiln.random_normal", &run_kernel<random_normal_impl>, &supports_float_output, 0});
-  list.push_back({"kiln.dropout", &run_kernel<dropout_impl>, &supports_float_output, 0});
+  list.push_back({"kiln.random_uniform", &run_kernel<random_uniform_impl>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::random_uniform>, 0});
+  list.push_back({"kiln.random_normal", &run_kernel<random_normal_impl>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::random_normal>, 0});
+  list.push_back({"kiln.dropout", &run_kernel<dropout_impl>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::dropout>, 0});
 }
 
 }  // namespace kiln::cpu

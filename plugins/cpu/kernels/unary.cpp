@@ -106,47 +106,41 @@ void logical_not_impl(const OpArgs& args) {
   });
 }
 
-bool is_float(kiln_dtype d) {
-  return d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64 || d == KILN_DTYPE_FLOAT16 ||
-         d == KILN_DTYPE_BFLOAT16;
-}
-
-int32_t supports_float(void*, const kiln_op_args* args) {
-  const kiln_dtype d = input_dtype(args, 0);
-  return is_float(d) && output_dtype(args, 0) == d;
-}
-
-int32_t supports_float_signed(void*, const kiln_op_args* args) {
-  const kiln_dtype d = input_dtype(args, 0);
-  return (is_float(d) || d == KILN_DTYPE_INT32 || d == KILN_DTYPE_INT64) &&
-         output_dtype(args, 0) == d;
-}
-
 }  // namespace
 
 void add_unary_kernels(KernelList& list) {
-  list.push_back(
-      {"kiln.neg", &run_kernel<signed_impl<Neg>>, &supports_float_signed, kStridedInOut});
-  list.push_back(
-      {"kiln.abs", &run_kernel<signed_impl<Abs>>, &supports_float_signed, kStridedInOut});
-  list.push_back(
-      {"kiln.sign", &run_kernel<signed_impl<Sign>>, &supports_float_signed, kStridedInOut});
-  list.push_back(
-      {"kiln.relu", &run_kernel<signed_impl<Relu>>, &supports_float_signed, kStridedInOut});
-  list.push_back({"kiln.clamp", &run_kernel<clamp_impl>, &supports_float_signed, kStridedInOut});
-  list.push_back({"kiln.exp", &run_kernel<float_impl<Exp>>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.log", &run_kernel<float_impl<Log>>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.sqrt", &run_kernel<float_impl<Sqrt>>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.sin", &run_kernel<float_impl<Sin>>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.cos", &run_kernel<float_impl<Cos>>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.tanh", &run_kernel<float_impl<Tanh>>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.rsqrt", &run_kernel<float_impl<Rsqrt>>, &supports_float, kStridedInOut});
-  list.push_back(
-      {"kiln.sigmoid", &run_kernel<float_impl<Sigmoid>>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.gelu", &run_kernel<gelu_impl>, &supports_float, kStridedInOut});
-  list.push_back(
-      {"kiln.relu_backward", &run_kernel<relu_backward_impl>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.gelu_backward", &run_kernel<gelu_backward_impl>, &supports_float,
+  list.push_back({"kiln.neg", &run_kernel<signed_impl<Neg>>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::neg>, kStridedInOut});
+  list.push_back({"kiln.abs", &run_kernel<signed_impl<Abs>>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::abs>, kStridedInOut});
+  list.push_back({"kiln.sign", &run_kernel<signed_impl<Sign>>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::sign>, kStridedInOut});
+  list.push_back({"kiln.relu", &run_kernel<signed_impl<Relu>>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::relu>, kStridedInOut});
+  list.push_back({"kiln.clamp", &run_kernel<clamp_impl>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::clamp>, kStridedInOut});
+  list.push_back({"kiln.exp", &run_kernel<float_impl<Exp>>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::exp>, kStridedInOut});
+  list.push_back({"kiln.log", &run_kernel<float_impl<Log>>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::log>, kStridedInOut});
+  list.push_back({"kiln.sqrt", &run_kernel<float_impl<Sqrt>>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::sqrt>, kStridedInOut});
+  list.push_back({"kiln.sin", &run_kernel<float_impl<Sin>>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::sin>, kStridedInOut});
+  list.push_back({"kiln.cos", &run_kernel<float_impl<Cos>>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::cos>, kStridedInOut});
+  list.push_back({"kiln.tanh", &run_kernel<float_impl<Tanh>>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::tanh>, kStridedInOut});
+  list.push_back({"kiln.rsqrt", &run_kernel<float_impl<Rsqrt>>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::rsqrt>, kStridedInOut});
+  list.push_back({"kiln.sigmoid", &run_kernel<float_impl<Sigmoid>>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::sigmoid>, kStridedInOut});
+  list.push_back({"kiln.gelu", &run_kernel<gelu_impl>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::gelu>, kStridedInOut});
+  list.push_back({"kiln.relu_backward", &run_kernel<relu_backward_impl>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::relu_backward>, kStridedInOut});
+  list.push_back({"kiln.gelu_backward", &run_kernel<gelu_backward_impl>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::gelu_backward>,
                   KILN_KERNEL_STRIDED_INPUTS});
   list.push_back({"kiln.logical_not", &run_kernel<logical_not_impl>, nullptr, kStridedInOut});
 }

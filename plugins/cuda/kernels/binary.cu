@@ -29,17 +29,6 @@ void arithmetic_impl(const OpArgs& args, const Launch& launch) {
   }
 }
 
-int32_t supports_float(void*, const kiln_op_args* args) {
-  const kiln_dtype d = input_dtype(args, 0);
-  return is_float_dtype(d) && input_dtype(args, 1) == d && output_dtype(args, 0) == d;
-}
-
-int32_t supports_float_int(void*, const kiln_op_args* args) {
-  const kiln_dtype d = input_dtype(args, 0);
-  return (is_float_dtype(d) || is_int_dtype(d)) && input_dtype(args, 1) == d &&
-         output_dtype(args, 0) == d;
-}
-
 template <class Op>
 constexpr KernelImpl float_int = &arithmetic_impl<Op, FloatTypes, IntTypes>;
 template <class Op>
@@ -48,13 +37,20 @@ constexpr KernelImpl float_only = &arithmetic_impl<Op, FloatTypes>;
 }  // namespace
 
 void add_binary_kernels(KernelList& list) {
-  list.push_back({"kiln.add", float_int<Add>, &supports_float_int, kStridedInOut});
-  list.push_back({"kiln.sub", float_int<Sub>, &supports_float_int, kStridedInOut});
-  list.push_back({"kiln.mul", float_int<Mul>, &supports_float_int, kStridedInOut});
-  list.push_back({"kiln.maximum", float_int<Maximum>, &supports_float_int, kStridedInOut});
-  list.push_back({"kiln.minimum", float_int<Minimum>, &supports_float_int, kStridedInOut});
-  list.push_back({"kiln.div", float_only<Div>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.pow", float_only<Pow>, &supports_float, kStridedInOut});
+  list.push_back({"kiln.add", float_int<Add>, &sdk::supports_catalogue_dtypes<sdk::catalogue::add>,
+                  kStridedInOut});
+  list.push_back({"kiln.sub", float_int<Sub>, &sdk::supports_catalogue_dtypes<sdk::catalogue::sub>,
+                  kStridedInOut});
+  list.push_back({"kiln.mul", float_int<Mul>, &sdk::supports_catalogue_dtypes<sdk::catalogue::mul>,
+                  kStridedInOut});
+  list.push_back({"kiln.maximum", float_int<Maximum>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::maximum>, kStridedInOut});
+  list.push_back({"kiln.minimum", float_int<Minimum>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::minimum>, kStridedInOut});
+  list.push_back({"kiln.div", float_only<Div>, &sdk::supports_catalogue_dtypes<sdk::catalogue::div>,
+                  kStridedInOut});
+  list.push_back({"kiln.pow", float_only<Pow>, &sdk::supports_catalogue_dtypes<sdk::catalogue::pow>,
+                  kStridedInOut});
 }
 
 }  // namespace kiln::cuda

@@ -44,20 +44,13 @@ void linspace_impl(const OpArgs& args, const Launch& launch) {
   }
 }
 
-int32_t supports_float_output(void*, const kiln_op_args* args) {
-  return is_float_dtype(output_dtype(args, 0));
-}
-
-int32_t supports_non_bool_output(void*, const kiln_op_args* args) {
-  const kiln_dtype d = output_dtype(args, 0);
-  return d != KILN_DTYPE_BOOL && kiln_dtype_size(d) != 0;
-}
-
 }  // namespace
 
 void add_creation_kernels(KernelList& list) {
-  list.push_back({"kiln.arange", &arange_impl, &supports_non_bool_output, 0});
-  list.push_back({"kiln.linspace", &linspace_impl, &supports_float_output, 0});
+  list.push_back(
+      {"kiln.arange", &arange_impl, &sdk::supports_catalogue_dtypes<sdk::catalogue::arange>, 0});
+  list.push_back({"kiln.linspace", &linspace_impl,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::linspace>, 0});
 }
 
 }  // namespace kiln::cuda

@@ -22,6 +22,7 @@
 #include <mutex>
 
 #include "dnn_util.cuh"
+#include "kiln/sdk/matmul.h"
 
 namespace kiln::cuda {
 
@@ -346,28 +347,10 @@ void gemm_double(const GemmProblem& p, const Launch& l) {
 }
 
 void matmul_impl(const OpArgs& args, const Launch& l) {
-  args.expect_counts(2, 1);
-  const Tensor a = args.input(0);
-  const Tensor b = args.input(1);
-  const Tensor y = args.output(0);
+  const sdk::Matmul o = sdk::matmul_operands(args);
+  const Tensor &a = o.a, &b = o.b, &y = o.y;
   const int nd = a.ndim;
-  KILN_SDK_CHECK_ARG(nd >= 2 && b.ndim == nd && y.ndim == nd,
-                     "a, b and y must have one rank >= 2, got ", a.ndim, ", ", b.ndim, ", ",
-                     y.ndim);
-  sdk::expect_dtype(b, a.dtype, "b");
-  sdk::expect_dtype(y, a.dtype, "y");
-  KILN_SDK_CHECK_ARG(y.is_contiguous(), "y must be contiguous");
-  const int64_t m = a.shape[nd - 2], n = b.shape[nd - 1], k = a.shape[nd - 1];
-  KILN_SDK_CHECK_ARG(b.shape[nd - 2] == k, "inner dims differ: a has ", k, " columns, b has ",
-                     b.shape[nd - 2], " rows");
-  KILN_SDK_CHECK_ARG(y.shape[nd - 2] == m && y.shape[nd - 1] == n, "y must be [..., ", m, ", ", n,
-                     "], got ", sdk::shape_string(y));
-  int64_t batch = 1;
-  for (int d = 0; d < nd - 2; ++d) {
-    KILN_SDK_CHECK_ARG(a.shape[d] == y.shape[d] && b.shape[d] == y.shape[d], "batch dim ", d,
-                       " differs: a ", a.shape[d], ", b ", b.shape[d], ", y ", y.shape[d]);
-    batch *= y.shape[d];
-  }
+  const int64_t m = o.shape.m, n = o.shape.n, k = o.shape.k, batch = o.shape.batch;
   if (batch == 0 || m == 0 || n == 0) return;
   if (k == 0) {  // an empty sum: zeros, without asking the library about a degenerate call
     check(cudaMemsetAsync(y.data, 0, static_cast<size_t>(batch * m * n) * y.itemsize, l.stream()),
@@ -400,15 +383,10 @@ void matmul_impl(const OpArgs& args, const Launch& l) {
   }
 }
 
-int32_t supports_matmul(void*, const kiln_op_args* args) {
-  const kiln_dtype d = sdk::input_dtype(args, 0);
-  return is_float_dtype(d) && sdk::input_dtype(args, 1) == d && sdk::output_dtype(args, 0) == d;
-}
-
 }  // namespace
 
 void add_matmul_kernels(KernelList& list) {
-  list.push_back({"kiln.matmul", &matmul_impl, &supports_matmul, KILN_KERNEL_STRIDED_INPUTS});
+  list.push_back({"kiln.matmul", &matmul_impl, &sdk::supports_matmul, KILN_KERNEL_STRIDED_INPUTS});
 }
 
 }  // namespace kiln::cuda

@@ -138,20 +138,15 @@ void dropout_impl(const OpArgs& args, const Launch& launch) {
   }
 }
 
-int32_t supports_float_output(void*, const kiln_op_args* args) {
-  return is_float_dtype(output_dtype(args, 0));
-}
-
-int32_t supports_float_input(void*, const kiln_op_args* args) {
-  return is_float_dtype(input_dtype(args, 0));
-}
-
 }  // namespace
 
 void add_random_kernels(KernelList& list) {
-  list.push_back({"kiln.random_uniform", &random_uniform_impl, &supports_float_output, 0});
-  list.push_back({"kiln.random_normal", &random_normal_impl, &supports_float_output, 0});
-  list.push_back({"kiln.dropout", &dropout_impl, &supports_float_input, 0});
+  list.push_back({"kiln.random_uniform", &random_uniform_impl,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::random_uniform>, 0});
+  list.push_back({"kiln.random_normal", &random_normal_impl,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::random_normal>, 0});
+  list.push_back(
+      {"kiln.dropout", &dropout_impl, &sdk::supports_catalogue_dtypes<sdk::catalogue::dropout>, 0});
 }
 
 }  // namespace kiln::cuda

@@ -105,43 +105,43 @@ void logical_not_impl(const OpArgs& args, const Launch& launch) {
   }
 }
 
-int32_t supports_float(void*, const kiln_op_args* args) {
-  const kiln_dtype d = input_dtype(args, 0);
-  return is_float_dtype(d) && output_dtype(args, 0) == d;
-}
-
-int32_t supports_float_signed(void*, const kiln_op_args* args) {
-  const kiln_dtype d = input_dtype(args, 0);
-  return (is_float_dtype(d) || d == KILN_DTYPE_INT32 || d == KILN_DTYPE_INT64) &&
-         output_dtype(args, 0) == d;
-}
-
-int32_t supports_float_pair(void*, const kiln_op_args* args) {
-  const kiln_dtype d = input_dtype(args, 0);
-  return is_float_dtype(d) && input_dtype(args, 1) == d && output_dtype(args, 0) == d;
-}
-
 }  // namespace
 
 void add_unary_kernels(KernelList& list) {
-  list.push_back({"kiln.neg", &signed_impl<Neg>, &supports_float_signed, kStridedInOut});
-  list.push_back({"kiln.abs", &signed_impl<Abs>, &supports_float_signed, kStridedInOut});
-  list.push_back({"kiln.sign", &signed_impl<Sign>, &supports_float_signed, kStridedInOut});
-  list.push_back({"kiln.relu", &signed_impl<Relu>, &supports_float_signed, kStridedInOut});
-  list.push_back({"kiln.clamp", &clamp_impl, &supports_float_signed, kStridedInOut});
-  list.push_back({"kiln.exp", &float_impl<Exp>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.log", &float_impl<Log>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.sqrt", &float_impl<Sqrt>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.sin", &float_impl<Sin>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.cos", &float_impl<Cos>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.tanh", &float_impl<Tanh>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.rsqrt", &float_impl<Rsqrt>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.sigmoid", &float_impl<Sigmoid>, &supports_float, kStridedInOut});
-  list.push_back({"kiln.gelu", &gelu_impl, &supports_float, kStridedInOut});
+  list.push_back({"kiln.neg", &signed_impl<Neg>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::neg>, kStridedInOut});
+  list.push_back({"kiln.abs", &signed_impl<Abs>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::abs>, kStridedInOut});
+  list.push_back({"kiln.sign", &signed_impl<Sign>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::sign>, kStridedInOut});
+  list.push_back({"kiln.relu", &signed_impl<Relu>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::relu>, kStridedInOut});
+  list.push_back({"kiln.clamp", &clamp_impl, &sdk::supports_catalogue_dtypes<sdk::catalogue::clamp>,
+                  kStridedInOut});
+  list.push_back({"kiln.exp", &float_impl<Exp>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::exp>, kStridedInOut});
+  list.push_back({"kiln.log", &float_impl<Log>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::log>, kStridedInOut});
+  list.push_back({"kiln.sqrt", &float_impl<Sqrt>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::sqrt>, kStridedInOut});
+  list.push_back({"kiln.sin", &float_impl<Sin>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::sin>, kStridedInOut});
+  list.push_back({"kiln.cos", &float_impl<Cos>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::cos>, kStridedInOut});
+  list.push_back({"kiln.tanh", &float_impl<Tanh>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::tanh>, kStridedInOut});
+  list.push_back({"kiln.rsqrt", &float_impl<Rsqrt>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::rsqrt>, kStridedInOut});
+  list.push_back({"kiln.sigmoid", &float_impl<Sigmoid>,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::sigmoid>, kStridedInOut});
+  list.push_back({"kiln.gelu", &gelu_impl, &sdk::supports_catalogue_dtypes<sdk::catalogue::gelu>,
+                  kStridedInOut});
   list.push_back({"kiln.logical_not", &logical_not_impl, nullptr, kStridedInOut});
-  list.push_back({"kiln.relu_backward", &relu_backward_impl, &supports_float_pair, kStridedInOut});
+  list.push_back({"kiln.relu_backward", &relu_backward_impl,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::relu_backward>, kStridedInOut});
   // Strided in only, as the catalogue has it (and as the CPU plugin declares).
-  list.push_back({"kiln.gelu_backward", &gelu_backward_impl, &supports_float_pair,
+  list.push_back({"kiln.gelu_backward", &gelu_backward_impl,
+                  &sdk::supports_catalogue_dtypes<sdk::catalogue::gelu_backward>,
                   KILN_KERNEL_STRIDED_INPUTS});
 }
 

@@ -22,11 +22,8 @@ using sdk::Abs, sdk::Clamp, sdk::Cos, sdk::Exp, sdk::GeluExact, sdk::GeluExactGr
 
 template <class Op, class... Lists>
 void unary_same_dtype(const OpArgs& args, const Op& op) {
-  args.expect_counts(1, 1);
-  const Tensor x = args.input(0);
-  const Tensor y = args.output(0);
-  expect_same_shape(x, y, "x");
-  expect_dtype(y, x.dtype, "y");
+  const sdk::UnaryOperands o = sdk::unary_operands(args);
+  const Tensor &x = o.x, &y = o.y;
   const Tensor* ops[2] = {&y, &x};
   const LoopPlan<2> plan = make_loop_plan(ops);
   if (!dispatch<Lists...>(x.dtype, [&](auto tag) {
@@ -76,11 +73,8 @@ void gelu_backward_impl(const OpArgs& args) {
 }
 
 void clamp_impl(const OpArgs& args) {
-  args.expect_counts(1, 1);
-  const Tensor x = args.input(0);
-  const Tensor y = args.output(0);
-  expect_same_shape(x, y, "x");
-  expect_dtype(y, x.dtype, "y");
+  const sdk::UnaryOperands o = sdk::unary_operands(args);
+  const Tensor &x = o.x, &y = o.y;
   const Tensor* ops[2] = {&y, &x};
   const LoopPlan<2> plan = make_loop_plan(ops);
   if (!dispatch<FloatTypes, SignedIntTypes>(x.dtype, [&](auto tag) {
@@ -93,11 +87,8 @@ void clamp_impl(const OpArgs& args) {
 }
 
 void logical_not_impl(const OpArgs& args) {
-  args.expect_counts(1, 1);
-  const Tensor x = args.input(0);
-  const Tensor y = args.output(0);
-  expect_same_shape(x, y, "x");
-  expect_dtype(y, KILN_DTYPE_BOOL, "y");
+  const sdk::UnaryOperands o = sdk::unary_operands(args, KILN_DTYPE_BOOL);
+  const Tensor &x = o.x, &y = o.y;
   const Tensor* ops[2] = {&y, &x};
   const LoopPlan<2> plan = make_loop_plan(ops);
   dispatch<AllTypes>(x.dtype, [&](auto tag) {

@@ -21,11 +21,8 @@ using sdk::Abs, sdk::Clamp, sdk::Cos, sdk::Exp, sdk::GeluExact, sdk::GeluExactGr
 
 template <class Op, class... Lists>
 void unary_same_dtype(const OpArgs& args, const Launch& launch, const Op& op) {
-  args.expect_counts(1, 1);
-  const Tensor x = args.input(0);
-  const Tensor y = args.output(0);
-  expect_same_shape(x, y, "x");
-  expect_dtype(y, x.dtype, "y");
+  const sdk::UnaryOperands o = sdk::unary_operands(args);
+  const Tensor &x = o.x, &y = o.y;
   const Tensor* ops[2] = {&y, &x};
   if (!dispatch<Lists...>(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -77,11 +74,8 @@ void relu_backward_impl(const OpArgs& args, const Launch& launch) {
 }
 
 void clamp_impl(const OpArgs& args, const Launch& launch) {
-  args.expect_counts(1, 1);
-  const Tensor x = args.input(0);
-  const Tensor y = args.output(0);
-  expect_same_shape(x, y, "x");
-  expect_dtype(y, x.dtype, "y");
+  const sdk::UnaryOperands o = sdk::unary_operands(args);
+  const Tensor &x = o.x, &y = o.y;
   const Tensor* ops[2] = {&y, &x};
   if (!dispatch<FloatTypes, SignedIntTypes>(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -92,11 +86,8 @@ void clamp_impl(const OpArgs& args, const Launch& launch) {
 }
 
 void logical_not_impl(const OpArgs& args, const Launch& launch) {
-  args.expect_counts(1, 1);
-  const Tensor x = args.input(0);
-  const Tensor y = args.output(0);
-  expect_same_shape(x, y, "x");
-  expect_dtype(y, KILN_DTYPE_BOOL, "y");
+  const sdk::UnaryOperands o = sdk::unary_operands(args, KILN_DTYPE_BOOL);
+  const Tensor &x = o.x, &y = o.y;
   const Tensor* ops[2] = {&y, &x};
   if (!dispatch<AllTypes>(x.dtype, [&](auto tag) {
         run_elementwise<bool, typename decltype(tag)::type>(launch, ops, LogicalNot{});

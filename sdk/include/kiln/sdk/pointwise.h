@@ -17,6 +17,20 @@
 
 namespace kiln::sdk {
 
+/// One input, one output of its shape: the unary ops.
+struct UnaryOperands {
+  Tensor x, y;
+};
+
+/// y of x's dtype, or of `y_dtype` when one is given (kiln.logical_not: bool).
+inline UnaryOperands unary_operands(const OpArgs& args, kiln_dtype y_dtype = KILN_DTYPE_INVALID) {
+  args.expect_counts(1, 1);
+  UnaryOperands o{args.input(0), args.output(0)};
+  expect_same_shape(o.x, o.y, "x");
+  expect_dtype(o.y, y_dtype != KILN_DTYPE_INVALID ? y_dtype : o.x.dtype, "y");
+  return o;
+}
+
 /// grad_x = f(grad_y, second), all of one float dtype and shape: relu_backward
 /// (second = y) and gelu_backward (second = x).
 struct GradOperands {

@@ -57,6 +57,23 @@ std::string compare(const Tensor& actual, const Tensor& expected, const Case& c,
          number(tol.rtol) + ", atol " + number(tol.atol) + "): " + detail.str();
 }
 
+// Checks one output against its known answer; "" when it matches.
+std::string compare_known(const Tensor& actual, const std::vector<double>& expected, const Case& c,
+                          double& max_error) {
+  const std::vector<double> a = actual.to(kCpu).to_vector<double>();
+  if (a.size() != expected.size())
+    return std::to_string(a.size()) + " values, expected " + std::to_string(expected.size());
+  const Tolerance tol = tolerance_for(actual.dtype()).scaled(c.tolerance_scale);
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isfinite(a[i]) && std::isfinite(expected[i]))
+      max_error = std::max(max_error, std::abs(a[i] - expected[i]));
+    if (!value_close(a[i], expected[i], tol))
+      return "element " + std::to_string(i) + ": got " + number(a[i]) + ", the known answer is " +
+             number(expected[i]);
+  }
+  return "";
+}
+
 // Backward from every output that requires grad, seeded with fixed values in [0.5, 1.5).
 void backward_from(const Outputs& outs, const Device& device) {
   std::vector<Tensor> roots, seeds;
@@ -110,6 +127,14 @@ CaseResult run_case(const std::string& op, const Case& c, const Device& device, 
   }
   for (size_t i = 0; i < device_out.size(); ++i) {
     const std::string diff = compare(device_out[i], cpu_out[i], c, max_error);
+    if (!diff.empty()) {
+      result.failure = "output " + std::to_string(i) + ": " + diff;
+      return result;
+    }
+  }
+  for (size_t i = 0; i < c.expected.size() && i < device_out.size(); ++i) {
+    if (c.expected[i].empty()) continue;
+    const std::string diff = compare_known(device_out[i], c.expected[i], c, max_error);
     if (!diff.empty()) {
       result.failure = "output " + std::to_string(i) + ": " + diff;
       return result;

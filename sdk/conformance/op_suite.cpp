@@ -29,6 +29,17 @@ Operand operand_of(const Shape& shape, DType dtype, std::vector<double> values, 
   return x;
 }
 
+Case known(std::string label, std::vector<Operand> inputs,
+           std::function<Outputs(const Operands&)> fn, std::vector<std::vector<double>> expected) {
+  Case c;
+  c.label = std::move(label) + " (known answers)";
+  c.inputs = std::move(inputs);
+  c.fn = [fn](const Operands& x, const Device&) { return fn(x); };
+  c.reference = Reference::SameDtype;
+  c.expected = std::move(expected);
+  return c;
+}
+
 std::string shape_text(const Shape& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) out += (i ? "," : "") + std::to_string(shape[i]);

@@ -16,6 +16,9 @@
 //   c.inputs = {operand({3, 4}, float32, Layout::Strided), operand({4}, float32)};
 //   c.fn = [](const Operands& x, const Device&) { return Outputs{x[0] + x[1]}; };
 //   c.grad = true;
+//
+// A case may also state its known answers (Case::expected), which every device's
+// results, the CPU's included, must match.
 
 #include <kiln/conformance/tensors.h>
 #include <kiln/kiln.h>
@@ -53,6 +56,11 @@ struct Case {
   double tolerance_scale = 1;  ///< widens the dtype's tolerance (long accumulations)
   bool grad = false;           ///< also compare the gradients of requires_grad operands
   bool gradcheck = false;      ///< also run kiln::gradcheck on the device (float64 only)
+  /// Known answers: output i must hold expected[i] (row-major; NaN matches NaN, an
+  /// infinity only itself) within its dtype's tolerance. This checks the CPU reference
+  /// itself, where comparing with the CPU cannot: OPS.md's exact rules (integer
+  /// wrap-around, NaN propagation, rounding) on every device. Empty: no known answer.
+  std::vector<std::vector<double>> expected;
 };
 
 /// All cases of one catalogue op.
@@ -68,6 +76,11 @@ Operand operand(const Shape& shape, DType dtype, Layout layout = Layout::Contigu
 /// An operand with the given values.
 Operand operand_of(const Shape& shape, DType dtype, std::vector<double> values,
                    Layout layout = Layout::Contiguous);
+
+/// A case with known answers (Case::expected) computed on the operands' own dtypes;
+/// "(known answers)" is appended to its label.
+Case known(std::string label, std::vector<Operand> inputs,
+           std::function<Outputs(const Operands&)> fn, std::vector<std::vector<double>> expected);
 
 /// "[2,3,4]"
 std::string shape_text(const Shape& shape);

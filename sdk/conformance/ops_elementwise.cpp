@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include "op_suite.h"
@@ -217,9 +218,47 @@ Unary clamp_fn(std::optional<double> lo, std::optional<double> hi) {
   return [lo, hi](const Tensor& x) { return x.clamp(lo, hi); };
 }
 
+constexpr double kInt32Max = 2147483647.0, kInt32Min = -2147483648.0;
+
+// Integer arithmetic wraps around (two's complement), in every integer dtype.
+std::vector<Case> wrap_cases(const std::string& op) {
+  const Operand a32 = operand_of({3}, DType::Int32, {kInt32Max, kInt32Min, 7});
+  const Operand b32 = operand_of({3}, DType::Int32, {1, -1, -9});
+  const Operand a8 = operand_of({2}, DType::UInt8, {250, 3});
+  const Operand b8 = operand_of({2}, DType::UInt8, {10, 200});
+  const Operand a64 = operand_of({2}, DType::Int64, {9007199254740991.0, -5});
+  const Operand b64 = operand_of({2}, DType::Int64, {2048, 3});
+  if (op == "add") {
+    return {
+        known("int32 overflow", {a32, b32}, [](const Operands& x) { return Outputs{x[0] + x[1]}; },
+              {{kInt32Min, kInt32Max, -2}}),
+        known("uint8 overflow", {a8, b8}, [](const Operands& x) { return Outputs{x[0] + x[1]}; },
+              {{4, 203}})};
+  }
+  if (op == "sub") {
+    return {
+        known("int32 overflow", {a32, b32}, [](const Operands& x) { return Outputs{x[0] - x[1]}; },
+              {{2147483646.0, -2147483647.0, 16}}),
+        known("uint8 underflow", {a8, b8}, [](const Operands& x) { return Outputs{x[0] - x[1]}; },
+              {{240, 59}})};
+  }
+  // mul: 2500 mod 256, 600 mod 256; (2^53 - 1) * 2048 wraps to -2048 in int64.
+  return {known("uint8 overflow", {a8, b8}, [](const Operands& x) { return Outputs{x[0] * x[1]}; },
+                {{196, 88}}),
+          known("int64 overflow", {a64, b64},
+                [](const Operands& x) { return Outputs{x[0] * x[1]}; }, {{-2048, -15}})};
+}
+
 void unary(std::vector<OpSuite>& suites, const std::string& op, Unary f,
-           const std::vector<DType>& dtypes, Domain domain, bool grad, bool special = false) {
-  suites.push_back({op, [=] { return unary_cases(f, dtypes, domain, grad, special); }});
+           const std::vector<DType>& dtypes, Domain domain, bool grad, bool special = false,
+           std::function<std::vector<Case>()> extra = nullptr) {
+  suites.push_back({op, [=] {
+                      std::vector<Case> cases = unary_cases(f, dtypes, domain, grad, special);
+                      if (extra) {
+                        for (Case& c : extra()) cases.push_back(std::move(c));
+                      }
+                      return cases;
+                    }});
 }
 
 void binary(std::vector<OpSuite>& suites, const std::string& op, Binary f,
@@ -232,7 +271,12 @@ void binary(std::vector<OpSuite>& suites, const std::string& op, Binary f,
 void add_elementwise_suites(std::vector<OpSuite>& suites) {
   const Domain wide{-3, 3}, positive{0.1, 4};
   unary(
-      suites, "kiln.neg", [](const Tensor& x) { return -x; }, kFloatInt, wide, true, true);
+      suites, "kiln.neg", [](const Tensor& x) { return -x; }, kFloatInt, wide, true, true,
+      [] {
+        return std::vector<Case>{known(
+            "int32 -INT_MIN wraps", {operand_of({3}, DType::Int32, {kInt32Max, kInt32Min, 7})},
+            [](const Operands& x) { return Outputs{-x[0]}; }, {{-kInt32Max, kInt32Min, -7}})};
+      });
   unary(
       suites, "kiln.abs", [](const Tensor& x) { return x.abs(); }, kFloatInt, wide, true, true);
   unary(
@@ -255,19 +299,40 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
       suites, "kiln.sigmoid", [](const Tensor& x) { return x.sigmoid(); }, kFloat, wide, true);
   unary(
       suites, "kiln.relu", [](const Tensor& x) { return x.relu(); }, kFloatInt, wide, true, true);
-  suites.push_back({"kiln.gelu", [=] {
-                      auto cases = unary_cases([](const Tensor& x) { return x.gelu("none"); },
-                                               kFloat, wide, true, false);
-                      for (Case& c : unary_cases([](const Tensor& x) { return x.gelu("tanh"); },
-                                                 kFloat, wide, true, false)) {
-                        c.label += " approximate=tanh";
-                        cases.push_back(c);
-                      }
-                      return cases;
-                    }});
+  suites.push_back(
+      {"kiln.gelu", [=] {
+         auto cases =
+             unary_cases([](const Tensor& x) { return x.gelu("none"); }, kFloat, wide, true, false);
+         for (Case& c : unary_cases([](const Tensor& x) { return x.gelu("tanh"); }, kFloat, wide,
+                                    true, false)) {
+           c.label += " approximate=tanh";
+           cases.push_back(c);
+         }
+         // Both formulas, evaluated here in float64.
+         const std::vector<double> xs = {-6, -2.5, -1, -0.25, 0, 0.3, 1, 2, 5.5};
+         std::vector<double> exact, tanh_form;
+         for (double v : xs) {
+           exact.push_back(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+           const double inner = std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v);
+           tanh_form.push_back(0.5 * v * (1 + std::tanh(inner)));
+         }
+         const Operand x = operand_of({9}, DType::Float64, xs);
+         cases.push_back(known("float64 [9] approximate=none", {x},
+                               [](const Operands& in) { return Outputs{in[0].gelu("none")}; },
+                               {exact}));
+         cases.push_back(known("float64 [9] approximate=tanh", {x},
+                               [](const Operands& in) { return Outputs{in[0].gelu("tanh")}; },
+                               {tanh_form}));
+         return cases;
+       }});
   unary(
       suites, "kiln.logical_not", [](const Tensor& x) { return x.logical_not(); }, kAll, {-1, 1},
-      false, true);
+      false, true,
+      [] {
+        return std::vector<Case>{known(
+            "float32 [5] with NaN", {operand_of({5}, DType::Float32, {1, 2, 3, kNaN, 0})},
+            [](const Operands& x) { return Outputs{x[0].logical_not()}; }, {{0, 0, 0, 0, 1}})};
+      });
   suites.push_back(
       {"kiln.clamp", [=] {
          auto cases = unary_cases(clamp_fn(-1.0, 1.5), kFloatInt, wide, true, true);
@@ -279,23 +344,41 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
            c.label += " max only";
            cases.push_back(c);
          }
+         // NaN passes through; infinite bounds; integer bounds round inward.
+         const Operand x = operand_of({6}, DType::Float32, {-5, -1, 0.5, 3, 9, kNaN});
+         cases.push_back(known("float32 [-1, 3]", {x},
+                               [](const Operands& in) { return Outputs{in[0].clamp(-1.0, 3.0)}; },
+                               {{-1, -1, 0.5, 3, 3, kNaN}}));
+         cases.push_back(known("float32 [-inf, 0]", {x},
+                               [](const Operands& in) { return Outputs{in[0].clamp(-kInf, 0.0)}; },
+                               {{-5, -1, 0, 0, 0, kNaN}}));
+         cases.push_back(known("int64 [-2.5, inf]",
+                               {operand_of({4}, DType::Int64, {-100, 0, 7, 100})},
+                               [](const Operands& in) { return Outputs{in[0].clamp(-2.5, kInf)}; },
+                               {{-2, 0, 7, 100}}));
          return cases;
        }});
 
   suites.push_back({"kiln.add", [=] {
-                      return arithmetic_cases(
+                      auto cases = arithmetic_cases(
                           "add", [](const Tensor& a, const Tensor& b) { return a + b; }, kArith,
                           wide, wide);
+                      for (Case& c : wrap_cases("add")) cases.push_back(std::move(c));
+                      return cases;
                     }});
   suites.push_back({"kiln.sub", [=] {
-                      return arithmetic_cases(
+                      auto cases = arithmetic_cases(
                           "sub", [](const Tensor& a, const Tensor& b) { return a - b; }, kArith,
                           wide, wide);
+                      for (Case& c : wrap_cases("sub")) cases.push_back(std::move(c));
+                      return cases;
                     }});
   suites.push_back({"kiln.mul", [=] {
-                      return arithmetic_cases(
+                      auto cases = arithmetic_cases(
                           "mul", [](const Tensor& a, const Tensor& b) { return a * b; }, kArith,
                           wide, wide);
+                      for (Case& c : wrap_cases("mul")) cases.push_back(std::move(c));
+                      return cases;
                     }});
   suites.push_back({"kiln.div", [=] {
                       return arithmetic_cases(
@@ -314,10 +397,13 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
                         Case nan;
                         nan.inputs = {operand_of({4}, DType::Float32, {kNaN, 1, 2, -kInf}),
                                       operand_of({4}, DType::Float32, {0, kNaN, 3, 5})};
-                        nan.label = "float32 [4] with NaN";
+                        nan.label = "float32 [4] with NaN (known answers)";
                         nan.fn = [f](const Operands& in, const Device&) {
                           return Outputs{f(in[0], in[1])};
                         };
+                        // NaN on either side wins; otherwise the larger (smaller).
+                        nan.expected = {max ? std::vector<double>{kNaN, kNaN, 3, 5}
+                                            : std::vector<double>{kNaN, kNaN, 2, -kInf}};
                         cases.push_back(nan);
                         return cases;
                       }});
@@ -332,7 +418,26 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
       {"kiln.logical_and", [](const Tensor& a, const Tensor& b) { return logical_and(a, b); }},
       {"kiln.logical_or", [](const Tensor& a, const Tensor& b) { return logical_or(a, b); }},
   };
-  for (const auto& [op, f] : predicates) suites.push_back({op, [f] { return predicate_cases(f); }});
+  // Known answers: a, b = {1, 2, 3, NaN, 0}, {2, 2, 2, 1, 0}; comparisons with NaN are
+  // false except !=, and a NaN is true for the logical ops (it is not zero).
+  const std::map<std::string, std::vector<double>> predicate_answers = {
+      {"kiln.eq", {0, 1, 0, 0, 1}},          {"kiln.ne", {1, 0, 1, 1, 0}},
+      {"kiln.lt", {1, 0, 0, 0, 0}},          {"kiln.le", {1, 1, 0, 0, 1}},
+      {"kiln.gt", {0, 0, 1, 0, 0}},          {"kiln.ge", {0, 1, 1, 0, 1}},
+      {"kiln.logical_and", {1, 1, 1, 1, 0}}, {"kiln.logical_or", {1, 1, 1, 1, 0}},
+  };
+  for (const auto& [op, f] : predicates) {
+    const std::vector<double> answer = predicate_answers.at(op);
+    suites.push_back({op, [f, answer] {
+                        auto cases = predicate_cases(f);
+                        cases.push_back(known(
+                            "float32 [5] with NaN",
+                            {operand_of({5}, DType::Float32, {1, 2, 3, kNaN, 0}),
+                             operand_of({5}, DType::Float32, {2, 2, 2, 1, 0})},
+                            [f](const Operands& x) { return Outputs{f(x[0], x[1])}; }, {answer}));
+                        return cases;
+                      }});
+  }
   suites.push_back({"kiln.where", where_cases});
 
   // Backward ops of elementwise functions, reached through gradients.

@@ -238,26 +238,88 @@ Reduce reduce_fn(Tensor (Tensor::*method)(IntArrayRef, bool) const) {
   };
 }
 
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// OPS.md's exact rules for reductions, with known answers.
+std::vector<Case> with_known(std::vector<Case> cases, std::vector<Case> known_cases) {
+  for (Case& c : known_cases) cases.push_back(std::move(c));
+  return cases;
+}
+
+const Operand kNanRows = operand_of({2, 3}, DType::Float32, {3, -1, 7, 2, kNaN, 0});
+const Operand kEmpty = operand_of({0, 3}, DType::Float32, {});
+
+std::vector<Case> sum_known() {
+  const double two62 = 4611686018427387904.0;  // 2^62: 2^62 + 2^62 wraps to INT64_MIN
+  return {known("int64 wraps", {operand_of({2}, DType::Int64, {two62, two62})},
+                [](const Operands& x) { return Outputs{x[0].sum()}; }, {{-2 * two62}}),
+          known("int32 sums do not overflow in between",
+                {operand_of({4}, DType::Int32, {2e9, 2e9, -2e9, -1999999999})},
+                [](const Operands& x) { return Outputs{x[0].sum()}; }, {{1}}),
+          known("empty [0,3] over dim 0 is 0", {kEmpty},
+                [](const Operands& x) { return Outputs{x[0].sum({0})}; }, {{0, 0, 0}})};
+}
+
+std::vector<Case> prod_known() {
+  return {known("float64", {operand_of({2, 2}, DType::Float64, {1.5, -2, 4, 0.25})},
+                [](const Operands& x) { return Outputs{x[0].prod()}; }, {{-3}}),
+          known("empty [0,3] over dim 0 is 1", {kEmpty},
+                [](const Operands& x) { return Outputs{x[0].prod({0})}; }, {{1, 1, 1}})};
+}
+
+std::vector<Case> extremum_known(bool max) {
+  return {known("NaN propagates", {kNanRows},
+                [max](const Operands& x) { return Outputs{max ? x[0].amax({1}) : x[0].amin({1})}; },
+                {max ? std::vector<double>{7, kNaN} : std::vector<double>{-1, kNaN}}),
+          known("uint8", {operand_of({3}, DType::UInt8, {5, 250, 17})},
+                [max](const Operands& x) { return Outputs{max ? x[0].amax() : x[0].amin()}; },
+                {{max ? 250.0 : 5.0}})};
+}
+
+// The first extreme index wins ties, and a NaN beats every number (both ways).
+std::vector<Case> arg_known(bool max) {
+  const Operand x =
+      operand_of({3, 4}, DType::Float32, {1, 5, 5, 2, 0, -3, -3, 9, 4, kNaN, 8, kNaN});
+  std::vector<double> long_values = random_values(100000, 5, -2, 2);
+  long_values[70000] = long_values[90000] = max ? 1000 : -1000;
+  auto arg = [max](const Tensor& t, int64_t dim) { return max ? t.argmax(dim) : t.argmin(dim); };
+  return {
+      known("rows: ties and NaN", {x}, [arg](const Operands& in) { return Outputs{arg(in[0], 1)}; },
+            {max ? std::vector<double>{1, 3, 1} : std::vector<double>{0, 1, 1}}),
+      known("columns: NaN wins", {x}, [arg](const Operands& in) { return Outputs{arg(in[0], 0)}; },
+            {max ? std::vector<double>{2, 2, 2, 2} : std::vector<double>{1, 2, 1, 2}}),
+      known("[100000] first of two ties", {operand_of({100000}, DType::Float32, long_values)},
+            [arg](const Operands& in) { return Outputs{arg(in[0], 0)}; }, {{70000}})};
+}
+
 }  // namespace
 
 void add_reduction_suites(std::vector<OpSuite>& suites) {
   suites.push_back({"kiln.sum", [] {
-                      return reduction_cases(reduce_fn(&Tensor::sum), kSumTypes, -2, 2, true, true);
+                      return with_known(
+                          reduction_cases(reduce_fn(&Tensor::sum), kSumTypes, -2, 2, true, true),
+                          sum_known());
                     }});
-  suites.push_back(
-      {"kiln.prod",
-       [] { return reduction_cases(reduce_fn(&Tensor::prod), kSumTypes, 0.6, 1.4, true, true); }});
+  suites.push_back({"kiln.prod", [] {
+                      return with_known(reduction_cases(reduce_fn(&Tensor::prod), kSumTypes, 0.6,
+                                                        1.4, true, true),
+                                        prod_known());
+                    }});
   suites.push_back({"kiln.mean", [] {
                       return reduction_cases(reduce_fn(&Tensor::mean), kFloat, -2, 2, true, true);
                     }});
-  suites.push_back(
-      {"kiln.amax",
-       [] { return reduction_cases(reduce_fn(&Tensor::amax), kOrderTypes, -3, 3, true, false); }});
-  suites.push_back(
-      {"kiln.amin",
-       [] { return reduction_cases(reduce_fn(&Tensor::amin), kOrderTypes, -3, 3, true, false); }});
-  suites.push_back({"kiln.argmax", [] { return arg_cases(true); }});
-  suites.push_back({"kiln.argmin", [] { return arg_cases(false); }});
+  suites.push_back({"kiln.amax", [] {
+                      return with_known(reduction_cases(reduce_fn(&Tensor::amax), kOrderTypes, -3,
+                                                        3, true, false),
+                                        extremum_known(true));
+                    }});
+  suites.push_back({"kiln.amin", [] {
+                      return with_known(reduction_cases(reduce_fn(&Tensor::amin), kOrderTypes, -3,
+                                                        3, true, false),
+                                        extremum_known(false));
+                    }});
+  suites.push_back({"kiln.argmax", [] { return with_known(arg_cases(true), arg_known(true)); }});
+  suites.push_back({"kiln.argmin", [] { return with_known(arg_cases(false), arg_known(false)); }});
   suites.push_back({"kiln.var", var_cases});
   suites.push_back({"kiln.matmul", matmul_cases});
   suites.push_back({"kiln.index_select", [] { return index_select_cases(false); }});

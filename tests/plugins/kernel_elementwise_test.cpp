@@ -125,35 +125,6 @@ TEST(ElementwiseKernels, InPlaceAddUsesTheSameView) {
   EXPECT_EQ(a, expected);
 }
 
-TEST(ElementwiseKernels, IntegerArithmeticWraps) {
-  std::vector<int32_t> a32 = {std::numeric_limits<int32_t>::max(),
-                              std::numeric_limits<int32_t>::min(), 7},
-                       b32 = {1, -1, -9}, y32(3);
-  View va = view_of(a32, KILN_DTYPE_INT32, {3}), vb = view_of(b32, KILN_DTYPE_INT32, {3}),
-       vy = view_of(y32, KILN_DTYPE_INT32, {3});
-  ASSERT_TRUE(run_op("kiln.add", {&va, &vb}, {&vy}).ok());
-  EXPECT_EQ(y32, (std::vector<int32_t>{std::numeric_limits<int32_t>::min(),
-                                       std::numeric_limits<int32_t>::max(), -2}));
-  ASSERT_TRUE(run_op("kiln.neg", {&va}, {&vy}).ok());
-  EXPECT_EQ(y32, (std::vector<int32_t>{-std::numeric_limits<int32_t>::max(),
-                                       std::numeric_limits<int32_t>::min(), -7}));
-
-  std::vector<uint8_t> a8 = {250, 3}, b8 = {10, 200}, y8(2);
-  View va8 = view_of(a8, KILN_DTYPE_UINT8, {2}), vb8 = view_of(b8, KILN_DTYPE_UINT8, {2}),
-       vy8 = view_of(y8, KILN_DTYPE_UINT8, {2});
-  ASSERT_TRUE(run_op("kiln.add", {&va8, &vb8}, {&vy8}).ok());
-  EXPECT_EQ(y8, (std::vector<uint8_t>{4, 203}));
-  ASSERT_TRUE(run_op("kiln.mul", {&va8, &vb8}, {&vy8}).ok());
-  EXPECT_EQ(y8, (std::vector<uint8_t>{static_cast<uint8_t>(2500 % 256),
-                                      static_cast<uint8_t>(600 % 256)}));
-
-  std::vector<int64_t> a64 = {std::numeric_limits<int64_t>::max(), -5}, b64 = {2, 3}, y64(2);
-  View va64 = view_of(a64, KILN_DTYPE_INT64, {2}), vb64 = view_of(b64, KILN_DTYPE_INT64, {2}),
-       vy64 = view_of(y64, KILN_DTYPE_INT64, {2});
-  ASSERT_TRUE(run_op("kiln.mul", {&va64, &vb64}, {&vy64}).ok());
-  EXPECT_EQ(y64, (std::vector<int64_t>{-2, -15}));
-}
-
 TEST(ElementwiseKernels, HalfTypesComputeInFloatAndRoundOnce) {
   std::vector<float> fa = ramp(1000, 0.37f, -11.0f), fb = ramp(1000, -0.11f, 2.0f);
   std::vector<float16> a(1000), b(1000), y(1000);
@@ -224,82 +195,15 @@ TEST(ElementwiseKernels, UnaryFloatOpsMatchADoubleReference) {
   }
 }
 
-TEST(ElementwiseKernels, GeluBothApproximations) {
-  std::vector<double> x = {-6, -2.5, -1, -0.25, 0, 0.3, 1, 2, 5.5}, y(x.size());
-  View vx = view_of(x, KILN_DTYPE_FLOAT64, {9}), vy = view_of(y, KILN_DTYPE_FLOAT64, {9});
-  ASSERT_TRUE(run_op("kiln.gelu", {&vx}, {&vy}, {string_attr("approximate", "none")}).ok());
-  for (size_t i = 0; i < x.size(); ++i) {
-    EXPECT_NEAR(y[i], 0.5 * x[i] * (1 + std::erf(x[i] / std::sqrt(2.0))), 1e-14) << x[i];
-  }
-  ASSERT_TRUE(run_op("kiln.gelu", {&vx}, {&vy}, {string_attr("approximate", "tanh")}).ok());
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double inner = std::sqrt(2 / M_PI) * (x[i] + 0.044715 * x[i] * x[i] * x[i]);
-    EXPECT_NEAR(y[i], 0.5 * x[i] * (1 + std::tanh(inner)), 1e-14) << x[i];
-  }
-  EXPECT_EQ(run_op("kiln.gelu", {&vx}, {&vy}, {string_attr("approximate", "erf")}).code,
-            KILN_STATUS_INVALID_ARGUMENT);
-}
-
-TEST(ElementwiseKernels, ClampWithInfiniteBoundsAndNaN) {
-  std::vector<float> x = {-5, -1, 0.5f, 3, 9, static_cast<float>(kNaN)}, y(6);
-  View vx = view_of(x, KILN_DTYPE_FLOAT32, {6}), vy = view_of(y, KILN_DTYPE_FLOAT32, {6});
-  ASSERT_TRUE(
-      run_op("kiln.clamp", {&vx}, {&vy}, {float_attr("min", -1), float_attr("max", 3)}).ok());
-  EXPECT_EQ(std::vector<float>(y.begin(), y.end() - 1), (std::vector<float>{-1, -1, 0.5f, 3, 3}));
-  EXPECT_TRUE(std::isnan(y[5]));
-  ASSERT_TRUE(
-      run_op("kiln.clamp", {&vx}, {&vy}, {float_attr("min", -kInf), float_attr("max", 0)}).ok());
-  EXPECT_EQ(std::vector<float>(y.begin(), y.end() - 1), (std::vector<float>{-5, -1, 0, 0, 0}));
-
-  std::vector<int64_t> xi = {-100, 0, 7, 100}, yi(4);
-  View vxi = view_of(xi, KILN_DTYPE_INT64, {4}), vyi = view_of(yi, KILN_DTYPE_INT64, {4});
-  ASSERT_TRUE(
-      run_op("kiln.clamp", {&vxi}, {&vyi}, {float_attr("min", -2.5), float_attr("max", kInf)})
-          .ok());
-  EXPECT_EQ(yi, (std::vector<int64_t>{-2, 0, 7, 100}));
-}
-
-TEST(ElementwiseKernels, MaximumMinimumPropagateNaN) {
-  std::vector<double> a = {1, kNaN, 3, -0.5}, b = {2, 0, kNaN, -1}, y(4);
-  View va = view_of(a, KILN_DTYPE_FLOAT64, {4}), vb = view_of(b, KILN_DTYPE_FLOAT64, {4}),
-       vy = view_of(y, KILN_DTYPE_FLOAT64, {4});
-  ASSERT_TRUE(run_op("kiln.maximum", {&va, &vb}, {&vy}).ok());
-  EXPECT_EQ(y[0], 2);
-  EXPECT_TRUE(std::isnan(y[1]));
-  EXPECT_TRUE(std::isnan(y[2]));
-  EXPECT_EQ(y[3], -0.5);
-  ASSERT_TRUE(run_op("kiln.minimum", {&va, &vb}, {&vy}).ok());
-  EXPECT_EQ(y[0], 1);
-  EXPECT_TRUE(std::isnan(y[1]));
-  EXPECT_TRUE(std::isnan(y[2]));
-  EXPECT_EQ(y[3], -1);
-}
-
-TEST(ElementwiseKernels, ComparisonsAndLogicalOpsWriteBool) {
-  std::vector<float> a = {1, 2, 3, static_cast<float>(kNaN), 0}, b = {2, 2, 2, 1, 0};
-  std::vector<uint8_t> y(5, 9);  // bool storage
-  View va = view_of(a, KILN_DTYPE_FLOAT32, {5}), vb = view_of(b, KILN_DTYPE_FLOAT32, {5});
-  View vy = view_of(y, KILN_DTYPE_BOOL, {5});
-  const std::pair<const char*, std::vector<uint8_t>> cases[] = {
-      {"kiln.eq", {0, 1, 0, 0, 1}},          {"kiln.ne", {1, 0, 1, 1, 0}},
-      {"kiln.lt", {1, 0, 0, 0, 0}},          {"kiln.le", {1, 1, 0, 0, 1}},
-      {"kiln.gt", {0, 0, 1, 0, 0}},          {"kiln.ge", {0, 1, 1, 0, 1}},
-      {"kiln.logical_and", {1, 1, 1, 1, 0}}, {"kiln.logical_or", {1, 1, 1, 1, 0}},
-  };
-  for (const auto& [name, expected] : cases) {
-    ASSERT_TRUE(run_op(name, {&va, &vb}, {&vy}).ok()) << name;
-    EXPECT_EQ(y, expected) << name;
-  }
-  ASSERT_TRUE(run_op("kiln.logical_not", {&va}, {&vy}).ok());
-  EXPECT_EQ(y, (std::vector<uint8_t>{0, 0, 0, 0, 1}));
-
-  std::vector<uint8_t> p = {1, 0, 1, 0}, q = {1, 1, 0, 0}, r(4);
-  View vp = view_of(p, KILN_DTYPE_BOOL, {4}), vq = view_of(q, KILN_DTYPE_BOOL, {4}),
-       vr = view_of(r, KILN_DTYPE_BOOL, {4});
-  ASSERT_TRUE(run_op("kiln.logical_and", {&vp, &vq}, {&vr}).ok());
-  EXPECT_EQ(r, (std::vector<uint8_t>{1, 0, 0, 0}));
-  ASSERT_TRUE(run_op("kiln.lt", {&vp, &vq}, {&vr}).ok());
-  EXPECT_EQ(r, (std::vector<uint8_t>{0, 1, 0, 0}));
+// The values of integer wrap-around, NaN propagation, clamp bounds, comparisons and
+// both GELU formulas are known-answer cases of the op suites (sdk/conformance), run
+// on every device. What is left here is the kernels' side of the ABI.
+TEST(ElementwiseKernels, GeluRefusesAnUnknownApproximation) {
+  std::vector<double> x = {-1, 0, 1}, y(3);
+  View vx = view_of(x, KILN_DTYPE_FLOAT64, {3}), vy = view_of(y, KILN_DTYPE_FLOAT64, {3});
+  const Outcome o = run_op("kiln.gelu", {&vx}, {&vy}, {string_attr("approximate", "erf")});
+  EXPECT_EQ(o.code, KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(o.message.find("approximate must be"), std::string::npos) << o.message;
 }
 
 TEST(ElementwiseKernels, WhereWithABroadcastCondition) {

@@ -145,84 +145,13 @@ TEST(ReduceKernels, MeanAndVarWithCorrection) {
   EXPECT_TRUE(std::isnan(out[0]));
 }
 
-TEST(ReduceKernels, EmptyReductionsGiveTheIdentity) {
-  std::vector<float> none(1), y(3, 42);
-  View vx = view_of(none, KILN_DTYPE_FLOAT32, {0, 3});
-  View vy = view_of(y, KILN_DTYPE_FLOAT32, {1, 3});
-  ASSERT_TRUE(run_op("kiln.sum", {&vx}, {&vy}).ok());
-  EXPECT_EQ(y, std::vector<float>(3, 0));
-  ASSERT_TRUE(run_op("kiln.prod", {&vx}, {&vy}).ok());
-  EXPECT_EQ(y, std::vector<float>(3, 1));
-}
-
-TEST(ReduceKernels, ProdAndIntegerSums) {
-  std::vector<double> x = {1.5, -2, 4, 0.25};
-  std::vector<double> y(1);
-  View vx = view_of(x, KILN_DTYPE_FLOAT64, {2, 2}), vy = view_of(y, KILN_DTYPE_FLOAT64, {1, 1});
-  ASSERT_TRUE(run_op("kiln.prod", {&vx}, {&vy}).ok());
-  EXPECT_EQ(y[0], -3.0);
-
-  std::vector<int64_t> big = {std::numeric_limits<int64_t>::max() / 2,
-                              std::numeric_limits<int64_t>::max() / 2, 3};
-  std::vector<int64_t> sum(1);
-  View vbig = view_of(big, KILN_DTYPE_INT64, {3}), vsum = view_of(sum, KILN_DTYPE_INT64, {1});
-  ASSERT_TRUE(run_op("kiln.sum", {&vbig}, {&vsum}).ok());
-  EXPECT_EQ(sum[0], std::numeric_limits<int64_t>::min() + 1)
-      << "(max - 1) + 3 wraps like two's complement";
-
-  // int32 sums accumulate in 64 bits: intermediate overflow of int32 does not matter.
-  std::vector<int32_t> ints = {2000000000, 2000000000, -2000000000, -1999999999};
-  std::vector<int32_t> isum(1);
-  View vints = view_of(ints, KILN_DTYPE_INT32, {4}), visum = view_of(isum, KILN_DTYPE_INT32, {1});
-  ASSERT_TRUE(run_op("kiln.sum", {&vints}, {&visum}).ok());
-  EXPECT_EQ(isum[0], 1);
-}
-
-TEST(ReduceKernels, AmaxAminPropagateNaN) {
-  std::vector<float> x = {3, -1, 7, 2, static_cast<float>(kNaN), 0};
-  std::vector<float> y(2);
-  View vx = view_of(x, KILN_DTYPE_FLOAT32, {2, 3}), vy = view_of(y, KILN_DTYPE_FLOAT32, {2, 1});
-  ASSERT_TRUE(run_op("kiln.amax", {&vx}, {&vy}).ok());
-  EXPECT_EQ(y[0], 7);
-  EXPECT_TRUE(std::isnan(y[1]));
-  ASSERT_TRUE(run_op("kiln.amin", {&vx}, {&vy}).ok());
-  EXPECT_EQ(y[0], -1);
-  EXPECT_TRUE(std::isnan(y[1]));
-
-  std::vector<uint8_t> bytes = {5, 250, 17};
-  std::vector<uint8_t> top(1);
-  View vb = view_of(bytes, KILN_DTYPE_UINT8, {3}), vt = view_of(top, KILN_DTYPE_UINT8, {1});
-  ASSERT_TRUE(run_op("kiln.amax", {&vb}, {&vt}).ok());
-  EXPECT_EQ(top[0], 250);
-}
-
-TEST(ReduceKernels, ArgmaxArgminFirstIndexAndNaN) {
-  std::vector<float> x = {
-      1, 5, 5, 2, /**/ 0, -3, -3, 9, /**/ 4, static_cast<float>(kNaN), 8, static_cast<float>(kNaN)};
-  std::vector<int64_t> y(3);
-  View vx = view_of(x, KILN_DTYPE_FLOAT32, {3, 4}), vy = view_of(y, KILN_DTYPE_INT64, {3, 1});
-  ASSERT_TRUE(run_op("kiln.argmax", {&vx}, {&vy}).ok());
-  EXPECT_EQ(y, (std::vector<int64_t>{1, 3, 1}));
-  ASSERT_TRUE(run_op("kiln.argmin", {&vx}, {&vy}).ok());
-  EXPECT_EQ(y, (std::vector<int64_t>{0, 1, 1}));
-  // Down the columns (dim 0): the column layout path.
-  std::vector<int64_t> columns(4);
-  View vc = view_of(columns, KILN_DTYPE_INT64, {1, 4});
-  ASSERT_TRUE(run_op("kiln.argmax", {&vx}, {&vc}).ok());
-  EXPECT_EQ(columns, (std::vector<int64_t>{2, 2, 2, 2}));  // NaN in column 1 wins
-  // Long single-output argmax (split path) keeps the first maximum.
-  std::vector<float> longx = values(100000, 5);
-  longx[70000] = 1000;
-  longx[90000] = 1000;
-  std::vector<int64_t> one(1);
-  View vl = view_of(longx, KILN_DTYPE_FLOAT32, {100000}),
-       vone = view_of(one, KILN_DTYPE_INT64, {1});
-  ASSERT_TRUE(run_op("kiln.argmax", {&vl}, {&vone}).ok());
-  EXPECT_EQ(one[0], 70000);
-  // Only one dim may be reduced.
-  std::vector<int64_t> scalar(1);
-  View vs = view_of(scalar, KILN_DTYPE_INT64, {1, 1});
-  EXPECT_EQ(run_op("kiln.argmax", {&vx}, {&vs}).code, KILN_STATUS_INVALID_ARGUMENT);
+// Empty reductions, integer wrap-around, NaN propagation and first-index ties are
+// known-answer cases of the op suites (sdk/conformance), run on every device.
+TEST(ReduceKernels, ArgmaxReducesExactlyOneDim) {
+  std::vector<float> x(12, 1);
+  std::vector<int64_t> y(1);
+  View vx = view_of(x, KILN_DTYPE_FLOAT32, {3, 4}), vy = view_of(y, KILN_DTYPE_INT64, {1, 1});
+  EXPECT_EQ(run_op("kiln.argmax", {&vx}, {&vy}).code, KILN_STATUS_INVALID_ARGUMENT);
 }
 
 TEST(ReduceKernels, HalfSumsAccumulateInFloat) {

@@ -6,6 +6,7 @@
 #include <kiln/optim.h>
 
 #include <functional>
+#include <limits>
 
 #include "op_suite.h"
 
@@ -14,6 +15,8 @@ namespace kiln::conformance {
 namespace F = kiln::nn::functional;
 
 namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 const std::vector<DType> kTrainTypes = {DType::Float32, DType::Float64};
 
@@ -119,6 +122,62 @@ std::vector<Case> pool_cases(const std::string& kind, bool backward) {
     for (Case& c :
          function_cases("[2,3,7,5] " + what, {{2, 3, 7, 5}}, f, backward, 4, Layout::Transposed))
       cases.push_back(c);
+  }
+  return cases;
+}
+
+// Max pooling's rules: the first maximum wins a tie, a NaN wins over every number,
+// and the gradient goes to the winner alone.
+const Operand kPoolTies = operand_of({1, 1, 4, 4}, DType::Float32,
+                                     {1, 3, 2, 0, 3, 0, 5, 5, kNaN, 1, -1, -2, 2, 9, -3, -4});
+
+std::vector<Case> max_pool_known(bool backward) {
+  if (!backward) {
+    return {known("[1,1,4,4] kernel 2: ties and NaN", {kPoolTies},
+                  [](const Operands& in) { return Outputs{F::max_pool2d(in[0], 2)}; },
+                  {{3, 5, kNaN, -1}})};
+  }
+  return {known(
+      "[1,1,4,4] kernel 2: the gradient goes to the first maximum or the NaN", {kPoolTies},
+      [](const Operands& in) {
+        Tensor x = in[0].detach();
+        x.requires_grad_();
+        const Tensor seed = make_tensor({1, 2, 3, 4}, {1, 1, 2, 2}, DType::Float32, x.device());
+        F::max_pool2d(x, 2).backward(seed);
+        return Outputs{x.grad()};
+      },
+      {{0, 1, 0, 0, 0, 0, 2, 0, 3, 0, 4, 0, 0, 0, 0, 0}})};
+}
+
+// Average pooling's divisor over a padded border: 9 with count_include_pad, else the
+// number of real elements in the window (a 5x5 plane, kernel 3, stride 2, padding 1).
+std::vector<Case> avg_pool_known() {
+  const std::vector<double> x = random_values(25, 5);
+  std::vector<Case> cases;
+  for (bool include : {true, false}) {
+    std::vector<double> y;
+    for (int oh = 0; oh < 3; ++oh) {
+      for (int ow = 0; ow < 3; ++ow) {
+        double sum = 0;
+        int count = 0;
+        for (int ih = 2 * oh - 1; ih <= 2 * oh + 1; ++ih) {
+          for (int iw = 2 * ow - 1; iw <= 2 * ow + 1; ++iw) {
+            if (ih < 0 || ih >= 5 || iw < 0 || iw >= 5) continue;
+            sum += x[static_cast<size_t>(ih * 5 + iw)];
+            ++count;
+          }
+        }
+        y.push_back(sum / (include ? 9.0 : count));
+      }
+    }
+    cases.push_back(
+        known(std::string("float64 [1,1,5,5] kernel 3 stride 2 padding 1 count_include_pad=") +
+                  (include ? "true" : "false"),
+              {operand_of({1, 1, 5, 5}, DType::Float64, x)},
+              [include](const Operands& in) {
+                return Outputs{F::avg_pool2d(in[0], 3, 2, 1, false, include)};
+              },
+              {y}));
   }
   return cases;
 }
@@ -287,9 +346,21 @@ void add_training_suites(std::vector<OpSuite>& suites) {
   suites.push_back({"kiln.conv2d", [] { return conv_cases(false); }});
   suites.push_back({"kiln.conv2d_backward_input", [] { return conv_cases(true); }});
   suites.push_back({"kiln.conv2d_backward_weight", [] { return conv_cases(true); }});
-  suites.push_back({"kiln.max_pool2d", [] { return pool_cases("max", false); }});
-  suites.push_back({"kiln.max_pool2d_backward", [] { return pool_cases("max", true); }});
-  suites.push_back({"kiln.avg_pool2d", [] { return pool_cases("avg", false); }});
+  suites.push_back({"kiln.max_pool2d", [] {
+                      auto cases = pool_cases("max", false);
+                      for (Case& c : max_pool_known(false)) cases.push_back(std::move(c));
+                      return cases;
+                    }});
+  suites.push_back({"kiln.max_pool2d_backward", [] {
+                      auto cases = pool_cases("max", true);
+                      for (Case& c : max_pool_known(true)) cases.push_back(std::move(c));
+                      return cases;
+                    }});
+  suites.push_back({"kiln.avg_pool2d", [] {
+                      auto cases = pool_cases("avg", false);
+                      for (Case& c : avg_pool_known()) cases.push_back(std::move(c));
+                      return cases;
+                    }});
   suites.push_back({"kiln.avg_pool2d_backward", [] { return pool_cases("avg", true); }});
   suites.push_back({"kiln.adaptive_avg_pool2d", [] { return pool_cases("adaptive", false); }});
   suites.push_back(

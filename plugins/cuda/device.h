@@ -39,9 +39,12 @@ class Allocator;
 class ErrorFlags;
 class Staging;
 
+class Device;
+
 /// A stream made by stream_create: a non-blocking cudaStream_t of its device.
 struct CudaStream : sdk::Stream {
   cudaStream_t stream = nullptr;
+  const Device* owner = nullptr;  // checked by kernel calls, whose streams the kit does not check
 };
 
 /// An event made by event_create (timing enabled, for event_elapsed).

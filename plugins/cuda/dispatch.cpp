@@ -82,7 +82,13 @@ kiln_status* run_bound_kernel(void* context, const kiln_op_args* args) noexcept 
     device = &sdk::device_from_handle<Device>(args->outputs[0].device);
     device->make_current();
     const sdk::OpArgs op_args(args);
-    stream = device->cuda_stream(sdk::stream_from_handle(args->stream));
+    // The kit checks the handles its entry points get, not a kernel's stream (the hot
+    // path): at least make sure it is one of this device's.
+    auto* user_stream = sdk::stream_from_handle<CudaStream>(args->stream);
+    KILN_SDK_CHECK(user_stream == nullptr || user_stream->owner == device,
+                   KILN_STATUS_INVALID_ARGUMENT, "the stream is not one of ", device->label(),
+                   "'s (the operands' device)");
+    stream = device->cuda_stream(user_stream);
     NvtxRange range(name);
     LaunchState state;
     state.op = name;

@@ -35,6 +35,7 @@ void check_device_errors(Device& device, cudaStream_t stream, const char* where)
 
 std::unique_ptr<sdk::Stream> Device::create_stream() {
   auto created = std::make_unique<CudaStream>();
+  created->owner = this;
   make_current();
   if (const cudaError_t status = cudaStreamCreateWithFlags(&created->stream, cudaStreamNonBlocking);
       status != cudaSuccess) {

@@ -39,11 +39,13 @@ std::string fill(const RawPlugin& raw, kiln_stream* stream, const View& out, dou
   attr.value.f = value;
   kiln_op_args args{};
   args.struct_size = sizeof args;
-  args.outputs = &out.view;
   args.num_outputs = 1;
   args.attrs = &attr;
   args.num_attrs = 1;
   args.stream = stream;
+  kiln_tensor_view view = out.view;
+  view.device = raw.device;  // the kernel finds its device from the operands
+  args.outputs = &view;
   return take(kernel.run(kernel.context, &args));
 }
 

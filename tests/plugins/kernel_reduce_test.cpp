@@ -154,6 +154,16 @@ TEST(ReduceKernels, ArgmaxReducesExactlyOneDim) {
   EXPECT_EQ(run_op("kiln.argmax", {&vx}, {&vy}).code, KILN_STATUS_INVALID_ARGUMENT);
 }
 
+TEST(ReduceKernels, Int32SumsAccumulateIn64Bits) {
+  // int32 in, int32 out (the frontend itself sums int32 in int64): the partial sums
+  // pass INT32_MAX, the result does not.
+  std::vector<int32_t> ints = {2000000000, 2000000000, -2000000000, -1999999999};
+  std::vector<int32_t> sum(1);
+  View vints = view_of(ints, KILN_DTYPE_INT32, {4}), vsum = view_of(sum, KILN_DTYPE_INT32, {1});
+  ASSERT_TRUE(run_op("kiln.sum", {&vints}, {&vsum}).ok());
+  EXPECT_EQ(sum[0], 1);
+}
+
 TEST(ReduceKernels, HalfSumsAccumulateInFloat) {
   std::vector<float> xf = values(4096, 13);
   std::vector<sdk::float16> x(xf.size());

@@ -220,6 +220,13 @@ TEST_F(PluginKit, BuffersFreedTwiceOrFromElsewhereAreRefused) {
       api->allocate(reinterpret_cast<kiln_device*>(not_a_device), 8, 64, nullptr, &buffer, &data));
   EXPECT_EQ(foreign.code, KILN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(foreign.message.find("not a device handle"), std::string::npos) << foreign.message;
+  // A slot with the kit's magic that another kit-built plugin handed out.
+  kiln::sdk::detail::DeviceSlot other_plugins;
+  const Outcome other = take(api->allocate(reinterpret_cast<kiln_device*>(&other_plugins), 8, 64,
+                                           nullptr, &buffer, &data));
+  EXPECT_EQ(other.code, KILN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(other.message.find("not a device handle of this plugin"), std::string::npos)
+      << other.message;
 }
 
 TEST_F(PluginKit, SynchronousDevicesTimeEventsByTheirRecords) {

@@ -142,6 +142,9 @@ typedef struct kiln_tensor_view {
   const int64_t* strides;
   int32_t ndim;
   int32_t dtype; /* kiln_dtype */
+  /* The device (a device_open handle) whose memory `data` points into. Every operand
+   * of a kernel call is on the device its kernel was looked up for, and a plugin may
+   * find that device from any operand's handle (the first output's, say). */
   kiln_device* device;
 } kiln_tensor_view;
 

@@ -32,8 +32,10 @@ KernelList build_table() {
 }  // namespace
 
 const sdk::KernelTable& kernel_table() {
-  static const sdk::KernelTable* table = [] {
-    const KernelList* kernels = new KernelList(build_table());  // what the entries point at
+  // Both live for the process (held by static pointers, so leak checkers see them as
+  // reachable): a kernel may still run while statics are destroyed at exit.
+  static const KernelList* const kernels = new KernelList(build_table());  // the entries' data
+  static const sdk::KernelTable* const table = [] {
     sdk::KernelList entries;
     entries.reserve(kernels->size());
     for (const KernelEntry& k : *kernels) {

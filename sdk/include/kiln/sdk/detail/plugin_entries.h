@@ -221,8 +221,17 @@ inline kiln_status* stream_destroy(kiln_device* device, kiln_stream* stream) {
                      "unknown stream handle ", static_cast<void*>(stream), " (never created on ",
                      slot.label, ", or already destroyed)");
     }
-    std::unique_ptr<Stream> owned(reinterpret_cast<Stream*>(stream));
-    slot.device->destroy_stream(*owned);
+    // A device that fails to destroy it keeps the stream: the handle stays valid (and
+    // may be destroyed again), rather than leaking what the device still holds.
+    auto* owned = reinterpret_cast<Stream*>(stream);
+    try {
+      slot.device->destroy_stream(*owned);
+    } catch (...) {
+      std::lock_guard lock(slot.mutex);
+      slot.streams.insert(owned);
+      throw;
+    }
+    delete owned;
   });
 }
 
@@ -262,8 +271,15 @@ inline kiln_status* event_destroy(kiln_device* device, kiln_event* event) {
                      "unknown event handle ", static_cast<void*>(event), " (never created on ",
                      slot.label, ", or already destroyed)");
     }
-    std::unique_ptr<Event> owned(reinterpret_cast<Event*>(event));
-    slot.device->destroy_event(*owned);
+    auto* owned = reinterpret_cast<Event*>(event);
+    try {
+      slot.device->destroy_event(*owned);
+    } catch (...) {  // kept, as a stream is
+      std::lock_guard lock(slot.mutex);
+      slot.events.insert(owned);
+      throw;
+    }
+    delete owned;
   });
 }
 
@@ -325,8 +341,6 @@ inline kiln_status* copy_peer(kiln_device* dst_device, kiln_stream* stream, void
   return boundary("copy_peer", dst_device, [&] {
     DeviceSlot& slot = slot_of(dst_device);
     DeviceSlot& source = slot_of(src_device);
-    KILN_SDK_CHECK(source.plugin == slot.plugin, KILN_STATUS_INVALID_ARGUMENT,
-                   "the source device belongs to another plugin");
     Stream* s = stream_of(slot, stream);
     if (bytes == 0) return;
     KILN_SDK_CHECK(dst != nullptr && src != nullptr, KILN_STATUS_INVALID_ARGUMENT,

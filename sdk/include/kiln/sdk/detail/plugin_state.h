@@ -17,7 +17,9 @@ struct PluginState;
 
 // What the kit keeps per opened device; kiln_device* handles point here.
 struct DeviceSlot {
-  static constexpr uint64_t kMagic = 0x6b696c6e44455631ull;  // "kilnDEV1"
+  // "kilnDEV2" (the layout with `caching`); every kit-built plugin uses it, so a
+  // handle is also checked to be this plugin's (slot_of).
+  static constexpr uint64_t kMagic = 0x6b696c6e44455632ull;
   uint64_t magic = kMagic;
   PluginState* plugin = nullptr;
   Device* device = nullptr;
@@ -66,14 +68,13 @@ inline PluginState& state() {
 // built out of line.
 inline DeviceSlot& slot_of(kiln_device* handle) {
   auto* slot = reinterpret_cast<DeviceSlot*>(handle);
-  if (slot == nullptr || slot->magic != DeviceSlot::kMagic) [[unlikely]]
+  if (slot == nullptr || slot->magic != DeviceSlot::kMagic ||
+      slot->plugin != g_state.load(std::memory_order_relaxed)) [[unlikely]] {
     bad_device_handle(slot);
+  }
   return *slot;
 }
 
-// Runs `fn` at the ABI boundary: exceptions become a status whose message names the
-// plugin, the function and (when known) the device. The context string is built only
-// on failure, so the success path costs nothing.
 // The exception in flight (call only inside a catch block) as a status whose message
 // names the plugin, the function and (when known) the device. Out of line: the
 // success path of every entry point stays small enough to inline.
@@ -86,7 +87,9 @@ inline DeviceSlot& slot_of(kiln_device* handle) {
     context += ": ";
     context += function;
     auto* slot = reinterpret_cast<DeviceSlot*>(device);
-    if (slot != nullptr && slot->magic == DeviceSlot::kMagic) context += " on " + slot->label;
+    if (slot != nullptr && slot->magic == DeviceSlot::kMagic && slot->plugin == s) {
+      context += " on " + slot->label;
+    }
   } catch (...) {
     context.clear();
   }

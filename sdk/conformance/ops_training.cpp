@@ -5,6 +5,7 @@
 #include <kiln/nn/functional.h>
 #include <kiln/optim.h>
 
+#include <cmath>
 #include <functional>
 #include <limits>
 
@@ -336,6 +337,55 @@ std::vector<Case> optimizer_cases(bool adam) {
       c.tolerance_scale = 10;  // Adam divides by sqrt(v) + eps, which amplifies rounding
       cases.push_back(c);
     }
+  }
+  // Known answers in float64: torch.optim's formulas written out here, three steps.
+  const std::vector<double> p0 = {1.0, -2.0, 0.5, 3.0}, g = {0.1, -0.2, 0.3, 0.0};
+  const Operand param = operand_of({4}, DType::Float64, p0),
+                grad = operand_of({4}, DType::Float64, g);
+  for (size_t k = 0; k < plans.size(); ++k) {
+    std::vector<double> p = p0, buf(4, 0), m(4, 0), v(4, 0);
+    for (int step = 1; step <= 3; ++step) {
+      for (size_t i = 0; i < 4; ++i) {
+        if (adam) {
+          const double lr = 0.01, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+          const double wd = k == 0 ? 0.0 : (k == 1 ? 0.1 : 0.01);
+          double gi = g[i];
+          if (k == 2) {
+            p[i] *= 1 - lr * wd;  // AdamW: decoupled decay
+          } else {
+            gi += wd * p[i];
+          }
+          m[i] = b1 * m[i] + (1 - b1) * gi;
+          v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+          const double m_hat = m[i] / (1 - std::pow(b1, step));
+          const double v_hat = v[i] / (1 - std::pow(b2, step));
+          p[i] -= lr * m_hat / (std::sqrt(v_hat) + eps);
+        } else {
+          const double lr = 0.1, momentum = k == 0 ? 0.0 : 0.9, dampening = k == 1 ? 0.1 : 0.0;
+          const double wd = k == 1 ? 0.01 : 0.0;
+          double d = g[i] + wd * p[i];
+          if (momentum != 0) {
+            buf[i] = step == 1 ? d : buf[i] * momentum + (1 - dampening) * d;
+            d = k == 2 ? d + momentum * buf[i] : buf[i];  // nesterov
+          }
+          p[i] -= lr * d;
+        }
+      }
+    }
+    Case c = known("float64 [4] " + plans[k].first + ", 3 steps", {param, grad},
+                   [make = plans[k].second](const Operands& in) {
+                     Tensor x = in[0];
+                     x.requires_grad_();
+                     auto optimizer = make(x);
+                     for (int step = 0; step < 3; ++step) {
+                       x.set_grad(in[1]);
+                       optimizer->step();
+                     }
+                     return Outputs{x.detach()};
+                   },
+                   {p});
+    c.tolerance_scale = 10;  // the bias corrections are grouped differently here
+    cases.push_back(c);
   }
   return cases;
 }

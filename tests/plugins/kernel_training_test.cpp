@@ -525,30 +525,10 @@ TEST(TrainingKernels, ScatterAddIsGathersAdjoint) {
 
 // ---- optimizers ------------------------------------------------------------------
 
-TEST(TrainingKernels, SgdStepMatchesTorchFormulas) {
-  for (bool nesterov : {false, true}) {
-    std::vector<float> param = {1.0f, -2.0f, 0.5f}, buf(3, 0), grad = {0.1f, 0.2f, -0.3f};
-    std::vector<float> ref_p = param, ref_b(3);
-    View vp = view_of(param, KILN_DTYPE_FLOAT32, {3}), vb = view_of(buf, KILN_DTYPE_FLOAT32, {3});
-    View vg = view_of(grad, KILN_DTYPE_FLOAT32, {3});
-    const float lr = 0.1f, momentum = 0.9f, dampening = 0.1f, wd = 0.01f;
-    for (int step = 0; step < 3; ++step) {
-      ASSERT_TRUE(run_op("kiln.sgd_step", {&vg}, {&vp, &vb},
-                         {float_attr("lr", lr), float_attr("momentum", momentum),
-                          float_attr("dampening", dampening), float_attr("weight_decay", wd),
-                          int_attr("nesterov", nesterov), int_attr("first_step", step == 0)})
-                      .ok());
-      for (size_t i = 0; i < 3; ++i) {
-        float d = grad[i] + wd * ref_p[i];
-        ref_b[i] = step == 0 ? d : ref_b[i] * momentum + (1 - dampening) * d;
-        d = nesterov ? d + momentum * ref_b[i] : ref_b[i];
-        ref_p[i] = ref_p[i] - lr * d;
-      }
-      EXPECT_EQ(param, ref_p) << "step " << step << (nesterov ? " nesterov" : "");
-      EXPECT_EQ(buf, ref_b) << "step " << step;
-    }
-  }
-  // momentum 0 leaves the buffer alone.
+// SGD's and Adam's formulas, step by step, are known-answer cases of the op suites
+// (sdk/conformance), run on every device; these keep the ABI's side: the momentum
+// buffer operand, strided parameters.
+TEST(TrainingKernels, SgdWithoutMomentumLeavesTheBufferAlone) {
   std::vector<double> param = {1, 2}, buf = {7, 7}, grad = {0.5, -0.5};
   View vp = view_of(param, KILN_DTYPE_FLOAT64, {2}), vb = view_of(buf, KILN_DTYPE_FLOAT64, {2});
   View vg = view_of(grad, KILN_DTYPE_FLOAT64, {2});

@@ -34,15 +34,13 @@ constexpr kiln_kernel_fn float_only = &run_kernel<arithmetic_impl<Op, FloatTypes
 void add_binary_kernels(KernelList& list) {
   // The dtypes each op takes are the catalogue's (api/ops.json).
   namespace op = sdk::catalogue;
-  list.push_back({"kiln.add", float_int<Add>, &supports_catalogue_dtypes<op::add>, kStridedInOut});
-  list.push_back({"kiln.sub", float_int<Sub>, &supports_catalogue_dtypes<op::sub>, kStridedInOut});
-  list.push_back({"kiln.mul", float_int<Mul>, &supports_catalogue_dtypes<op::mul>, kStridedInOut});
-  list.push_back(
-      {"kiln.maximum", float_int<Maximum>, &supports_catalogue_dtypes<op::maximum>, kStridedInOut});
-  list.push_back(
-      {"kiln.minimum", float_int<Minimum>, &supports_catalogue_dtypes<op::minimum>, kStridedInOut});
-  list.push_back({"kiln.div", float_only<Div>, &supports_catalogue_dtypes<op::div>, kStridedInOut});
-  list.push_back({"kiln.pow", float_only<Pow>, &supports_catalogue_dtypes<op::pow>, kStridedInOut});
+  list.push_back(catalogue_kernel<op::add>(float_int<Add>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::sub>(float_int<Sub>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::mul>(float_int<Mul>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::maximum>(float_int<Maximum>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::minimum>(float_int<Minimum>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::div>(float_only<Div>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::pow>(float_only<Pow>, kStridedInOut));
 }
 
 }  // namespace kiln::cpu

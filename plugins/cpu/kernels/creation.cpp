@@ -50,10 +50,9 @@ void linspace_impl(const OpArgs& args) {
 }  // namespace
 
 void add_creation_kernels(KernelList& list) {
-  list.push_back({"kiln.arange", &run_kernel<arange_impl>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::arange>, 0});
-  list.push_back({"kiln.linspace", &run_kernel<linspace_impl>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::linspace>, 0});
+  namespace op = sdk::catalogue;
+  list.push_back(catalogue_kernel<op::arange>(&run_kernel<arange_impl>, 0));
+  list.push_back(catalogue_kernel<op::linspace>(&run_kernel<linspace_impl>, 0));
 }
 
 }  // namespace kiln::cpu

@@ -114,12 +114,10 @@ void dropout_impl(const OpArgs& args) {
 }  // namespace
 
 void add_random_kernels(KernelList& list) {
-  list.push_back({"kiln.random_uniform", &run_kernel<random_uniform_impl>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::random_uniform>, 0});
-  list.push_back({"kiln.random_normal", &run_kernel<random_normal_impl>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::random_normal>, 0});
-  list.push_back({"kiln.dropout", &run_kernel<dropout_impl>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::dropout>, 0});
+  namespace op = sdk::catalogue;
+  list.push_back(catalogue_kernel<op::random_uniform>(&run_kernel<random_uniform_impl>, 0));
+  list.push_back(catalogue_kernel<op::random_normal>(&run_kernel<random_normal_impl>, 0));
+  list.push_back(catalogue_kernel<op::dropout>(&run_kernel<dropout_impl>, 0));
 }
 
 }  // namespace kiln::cpu

@@ -274,20 +274,19 @@ constexpr uint32_t kStridedIn = KILN_KERNEL_STRIDED_INPUTS;
 
 void add_reduce_kernels(KernelList& list) {
   namespace op = sdk::catalogue;
-  list.push_back({"kiln.sum", &run_kernel<simple_impl<SumPolicy, FloatTypes, SignedIntTypes>>,
-                  &supports_catalogue_dtypes<op::sum>, kStridedIn});
-  list.push_back({"kiln.prod", &run_kernel<simple_impl<ProdPolicy, FloatTypes, SignedIntTypes>>,
-                  &supports_catalogue_dtypes<op::prod>, kStridedIn});
-  list.push_back({"kiln.mean", &run_kernel<simple_impl<Mean, FloatTypes>>,
-                  &supports_catalogue_dtypes<op::mean>, kStridedIn});
-  list.push_back({"kiln.amax", &run_kernel<simple_impl<Amax, FloatTypes, IntTypes>>,
-                  &supports_catalogue_dtypes<op::amax>, kStridedIn});
-  list.push_back({"kiln.amin", &run_kernel<simple_impl<Amin, FloatTypes, IntTypes>>,
-                  &supports_catalogue_dtypes<op::amin>, kStridedIn});
+  list.push_back(catalogue_kernel<op::sum>(
+      &run_kernel<simple_impl<SumPolicy, FloatTypes, SignedIntTypes>>, kStridedIn));
+  list.push_back(catalogue_kernel<op::prod>(
+      &run_kernel<simple_impl<ProdPolicy, FloatTypes, SignedIntTypes>>, kStridedIn));
+  list.push_back(
+      catalogue_kernel<op::mean>(&run_kernel<simple_impl<Mean, FloatTypes>>, kStridedIn));
+  list.push_back(
+      catalogue_kernel<op::amax>(&run_kernel<simple_impl<Amax, FloatTypes, IntTypes>>, kStridedIn));
+  list.push_back(
+      catalogue_kernel<op::amin>(&run_kernel<simple_impl<Amin, FloatTypes, IntTypes>>, kStridedIn));
   list.push_back({"kiln.argmax", &run_kernel<arg_impl<true>>, &supports_arg, kStridedIn});
   list.push_back({"kiln.argmin", &run_kernel<arg_impl<false>>, &supports_arg, kStridedIn});
-  list.push_back(
-      {"kiln.var", &run_kernel<var_impl>, &supports_catalogue_dtypes<op::var>, kStridedIn});
+  list.push_back(catalogue_kernel<op::var>(&run_kernel<var_impl>, kStridedIn));
 }
 
 }  // namespace kiln::cpu

@@ -13,6 +13,7 @@
 
 namespace kiln::cpu {
 
+using sdk::catalogue_kernel;
 using sdk::KernelEntry;
 using sdk::KernelList;
 using sdk::kStridedInOut;

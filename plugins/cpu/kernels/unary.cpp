@@ -100,39 +100,25 @@ void logical_not_impl(const OpArgs& args) {
 }  // namespace
 
 void add_unary_kernels(KernelList& list) {
-  list.push_back({"kiln.neg", &run_kernel<signed_impl<Neg>>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::neg>, kStridedInOut});
-  list.push_back({"kiln.abs", &run_kernel<signed_impl<Abs>>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::abs>, kStridedInOut});
-  list.push_back({"kiln.sign", &run_kernel<signed_impl<Sign>>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::sign>, kStridedInOut});
-  list.push_back({"kiln.relu", &run_kernel<signed_impl<Relu>>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::relu>, kStridedInOut});
-  list.push_back({"kiln.clamp", &run_kernel<clamp_impl>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::clamp>, kStridedInOut});
-  list.push_back({"kiln.exp", &run_kernel<float_impl<Exp>>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::exp>, kStridedInOut});
-  list.push_back({"kiln.log", &run_kernel<float_impl<Log>>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::log>, kStridedInOut});
-  list.push_back({"kiln.sqrt", &run_kernel<float_impl<Sqrt>>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::sqrt>, kStridedInOut});
-  list.push_back({"kiln.sin", &run_kernel<float_impl<Sin>>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::sin>, kStridedInOut});
-  list.push_back({"kiln.cos", &run_kernel<float_impl<Cos>>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::cos>, kStridedInOut});
-  list.push_back({"kiln.tanh", &run_kernel<float_impl<Tanh>>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::tanh>, kStridedInOut});
-  list.push_back({"kiln.rsqrt", &run_kernel<float_impl<Rsqrt>>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::rsqrt>, kStridedInOut});
-  list.push_back({"kiln.sigmoid", &run_kernel<float_impl<Sigmoid>>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::sigmoid>, kStridedInOut});
-  list.push_back({"kiln.gelu", &run_kernel<gelu_impl>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::gelu>, kStridedInOut});
-  list.push_back({"kiln.relu_backward", &run_kernel<relu_backward_impl>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::relu_backward>, kStridedInOut});
-  list.push_back({"kiln.gelu_backward", &run_kernel<gelu_backward_impl>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::gelu_backward>,
-                  KILN_KERNEL_STRIDED_INPUTS});
+  namespace op = sdk::catalogue;
+  list.push_back(catalogue_kernel<op::neg>(&run_kernel<signed_impl<Neg>>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::abs>(&run_kernel<signed_impl<Abs>>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::sign>(&run_kernel<signed_impl<Sign>>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::relu>(&run_kernel<signed_impl<Relu>>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::clamp>(&run_kernel<clamp_impl>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::exp>(&run_kernel<float_impl<Exp>>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::log>(&run_kernel<float_impl<Log>>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::sqrt>(&run_kernel<float_impl<Sqrt>>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::sin>(&run_kernel<float_impl<Sin>>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::cos>(&run_kernel<float_impl<Cos>>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::tanh>(&run_kernel<float_impl<Tanh>>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::rsqrt>(&run_kernel<float_impl<Rsqrt>>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::sigmoid>(&run_kernel<float_impl<Sigmoid>>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::gelu>(&run_kernel<gelu_impl>, kStridedInOut));
+  list.push_back(
+      catalogue_kernel<op::relu_backward>(&run_kernel<relu_backward_impl>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::gelu_backward>(&run_kernel<gelu_backward_impl>,
+                                                     KILN_KERNEL_STRIDED_INPUTS));
   list.push_back({"kiln.logical_not", &run_kernel<logical_not_impl>, nullptr, kStridedInOut});
 }
 

@@ -37,20 +37,14 @@ constexpr KernelImpl float_only = &arithmetic_impl<Op, FloatTypes>;
 }  // namespace
 
 void add_binary_kernels(KernelList& list) {
-  list.push_back({"kiln.add", float_int<Add>, &sdk::supports_catalogue_dtypes<sdk::catalogue::add>,
-                  kStridedInOut});
-  list.push_back({"kiln.sub", float_int<Sub>, &sdk::supports_catalogue_dtypes<sdk::catalogue::sub>,
-                  kStridedInOut});
-  list.push_back({"kiln.mul", float_int<Mul>, &sdk::supports_catalogue_dtypes<sdk::catalogue::mul>,
-                  kStridedInOut});
-  list.push_back({"kiln.maximum", float_int<Maximum>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::maximum>, kStridedInOut});
-  list.push_back({"kiln.minimum", float_int<Minimum>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::minimum>, kStridedInOut});
-  list.push_back({"kiln.div", float_only<Div>, &sdk::supports_catalogue_dtypes<sdk::catalogue::div>,
-                  kStridedInOut});
-  list.push_back({"kiln.pow", float_only<Pow>, &sdk::supports_catalogue_dtypes<sdk::catalogue::pow>,
-                  kStridedInOut});
+  namespace op = sdk::catalogue;
+  list.push_back(catalogue_kernel<op::add>(float_int<Add>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::sub>(float_int<Sub>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::mul>(float_int<Mul>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::maximum>(float_int<Maximum>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::minimum>(float_int<Minimum>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::div>(float_only<Div>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::pow>(float_only<Pow>, kStridedInOut));
 }
 
 }  // namespace kiln::cuda

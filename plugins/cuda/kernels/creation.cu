@@ -47,10 +47,9 @@ void linspace_impl(const OpArgs& args, const Launch& launch) {
 }  // namespace
 
 void add_creation_kernels(KernelList& list) {
-  list.push_back(
-      {"kiln.arange", &arange_impl, &sdk::supports_catalogue_dtypes<sdk::catalogue::arange>, 0});
-  list.push_back({"kiln.linspace", &linspace_impl,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::linspace>, 0});
+  namespace op = sdk::catalogue;
+  list.push_back(catalogue_kernel<op::arange>(&arange_impl, 0));
+  list.push_back(catalogue_kernel<op::linspace>(&linspace_impl, 0));
 }
 
 }  // namespace kiln::cuda

@@ -141,12 +141,10 @@ void dropout_impl(const OpArgs& args, const Launch& launch) {
 }  // namespace
 
 void add_random_kernels(KernelList& list) {
-  list.push_back({"kiln.random_uniform", &random_uniform_impl,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::random_uniform>, 0});
-  list.push_back({"kiln.random_normal", &random_normal_impl,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::random_normal>, 0});
-  list.push_back(
-      {"kiln.dropout", &dropout_impl, &sdk::supports_catalogue_dtypes<sdk::catalogue::dropout>, 0});
+  namespace op = sdk::catalogue;
+  list.push_back(catalogue_kernel<op::random_uniform>(&random_uniform_impl, 0));
+  list.push_back(catalogue_kernel<op::random_normal>(&random_normal_impl, 0));
+  list.push_back(catalogue_kernel<op::dropout>(&dropout_impl, 0));
 }
 
 }  // namespace kiln::cuda

@@ -8,6 +8,7 @@
 #ifndef KILN_CUDA_KERNELS_REGISTRY_H
 #define KILN_CUDA_KERNELS_REGISTRY_H
 
+#include "kiln/sdk/catalogue.h"
 #include "kiln/sdk/kernel_table.h"
 #include "launch.h"
 
@@ -30,6 +31,13 @@ void add_softmax_kernels(KernelList& list);   // softmax, log_softmax and backwa
 void add_loss_kernels(KernelList& list);      // nll_loss and backward
 void add_scatter_kernels(KernelList& list);   // index_add, scatter_add
 void add_optim_kernels(KernelList& list);     // sgd_step, adam_step
+
+/// The entry of catalogue op `Op` for a kernel that takes exactly the catalogue's
+/// dtypes (the name and `supports` come from the catalogue).
+template <const sdk::CatalogueOp& Op>
+KernelEntry catalogue_kernel(KernelImpl impl, uint32_t flags) {
+  return {Op.name, impl, &sdk::supports_catalogue_dtypes<Op>, flags};
+}
 
 /// Every kernel of the plugin, for the kit's get_kernel: one sdk::KernelEntry per
 /// KernelEntry, each running through the per-call hook run_bound_kernel (dispatch.h)

@@ -99,41 +99,26 @@ void logical_not_impl(const OpArgs& args, const Launch& launch) {
 }  // namespace
 
 void add_unary_kernels(KernelList& list) {
-  list.push_back({"kiln.neg", &signed_impl<Neg>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::neg>, kStridedInOut});
-  list.push_back({"kiln.abs", &signed_impl<Abs>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::abs>, kStridedInOut});
-  list.push_back({"kiln.sign", &signed_impl<Sign>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::sign>, kStridedInOut});
-  list.push_back({"kiln.relu", &signed_impl<Relu>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::relu>, kStridedInOut});
-  list.push_back({"kiln.clamp", &clamp_impl, &sdk::supports_catalogue_dtypes<sdk::catalogue::clamp>,
-                  kStridedInOut});
-  list.push_back({"kiln.exp", &float_impl<Exp>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::exp>, kStridedInOut});
-  list.push_back({"kiln.log", &float_impl<Log>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::log>, kStridedInOut});
-  list.push_back({"kiln.sqrt", &float_impl<Sqrt>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::sqrt>, kStridedInOut});
-  list.push_back({"kiln.sin", &float_impl<Sin>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::sin>, kStridedInOut});
-  list.push_back({"kiln.cos", &float_impl<Cos>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::cos>, kStridedInOut});
-  list.push_back({"kiln.tanh", &float_impl<Tanh>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::tanh>, kStridedInOut});
-  list.push_back({"kiln.rsqrt", &float_impl<Rsqrt>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::rsqrt>, kStridedInOut});
-  list.push_back({"kiln.sigmoid", &float_impl<Sigmoid>,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::sigmoid>, kStridedInOut});
-  list.push_back({"kiln.gelu", &gelu_impl, &sdk::supports_catalogue_dtypes<sdk::catalogue::gelu>,
-                  kStridedInOut});
+  namespace op = sdk::catalogue;
+  list.push_back(catalogue_kernel<op::neg>(&signed_impl<Neg>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::abs>(&signed_impl<Abs>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::sign>(&signed_impl<Sign>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::relu>(&signed_impl<Relu>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::clamp>(&clamp_impl, kStridedInOut));
+  list.push_back(catalogue_kernel<op::exp>(&float_impl<Exp>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::log>(&float_impl<Log>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::sqrt>(&float_impl<Sqrt>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::sin>(&float_impl<Sin>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::cos>(&float_impl<Cos>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::tanh>(&float_impl<Tanh>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::rsqrt>(&float_impl<Rsqrt>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::sigmoid>(&float_impl<Sigmoid>, kStridedInOut));
+  list.push_back(catalogue_kernel<op::gelu>(&gelu_impl, kStridedInOut));
   list.push_back({"kiln.logical_not", &logical_not_impl, nullptr, kStridedInOut});
-  list.push_back({"kiln.relu_backward", &relu_backward_impl,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::relu_backward>, kStridedInOut});
+  list.push_back(catalogue_kernel<op::relu_backward>(&relu_backward_impl, kStridedInOut));
   // Strided in only, as the catalogue has it (and as the CPU plugin declares).
-  list.push_back({"kiln.gelu_backward", &gelu_backward_impl,
-                  &sdk::supports_catalogue_dtypes<sdk::catalogue::gelu_backward>,
-                  KILN_KERNEL_STRIDED_INPUTS});
+  list.push_back(
+      catalogue_kernel<op::gelu_backward>(&gelu_backward_impl, KILN_KERNEL_STRIDED_INPUTS));
 }
 
 }  // namespace kiln::cuda

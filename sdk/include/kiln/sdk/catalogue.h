@@ -17,6 +17,7 @@
 
 #include "kiln/c_api.h"
 #include "kiln/op_catalogue.h"
+#include "kiln/sdk/kernel_table.h"
 #include "kiln/sdk/op_args.h"
 
 namespace kiln::sdk {
@@ -91,6 +92,14 @@ inline bool catalogue_dtypes_ok(const CatalogueOp& op, const kiln_op_args* args)
 template <const CatalogueOp& Op>
 int32_t supports_catalogue_dtypes(void*, const kiln_op_args* args) noexcept {
   return catalogue_dtypes_ok(Op, args) ? 1 : 0;
+}
+
+/// The kernel table entry of catalogue op `Op` for a kernel that takes exactly the
+/// catalogue's dtypes: the name and `supports` come from the catalogue, so a table
+/// states only its kernel and layout flags.
+template <const CatalogueOp& Op>
+KernelEntry catalogue_kernel(kiln_kernel_fn run, uint32_t flags) {
+  return {Op.name, run, &supports_catalogue_dtypes<Op>, flags};
 }
 
 }  // namespace kiln::sdk

@@ -2,8 +2,7 @@
 // value of element i, computed in float64 as OPS.md specifies, written once for every
 // plugin (KILN_HOST_DEVICE: CUDA device code runs the same arithmetic as the CPU).
 // Multiplies and adds are never fused into an FMA, on either side, so every backend
-// produces the same bits: nvcc's device code gets explicitly rounded intrinsics, and a
-// host build must compile with -ffp-contract=off (the CPU plugin does).
+// produces the same bits (mul_add_unfused, kiln/sdk/host_device.h).
 #ifndef KILN_SDK_CREATION_H
 #define KILN_SDK_CREATION_H
 
@@ -14,35 +13,11 @@
 
 namespace kiln::sdk {
 
-namespace detail {
-KILN_HOST_DEVICE inline double add_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-KILN_HOST_DEVICE inline double sub_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-KILN_HOST_DEVICE inline double mul_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-}  // namespace detail
-
 /// y[i] = start + i·step.
 struct Arange {
   double start, step;
   KILN_HOST_DEVICE double operator()(int64_t i) const {
-    return detail::add_rn(start, detail::mul_rn(static_cast<double>(i), step));
+    return mul_add_unfused(static_cast<double>(i), step, start);
   }
 };
 
@@ -53,8 +28,9 @@ struct Linspace {
   int64_t n;
   KILN_HOST_DEVICE double operator()(int64_t i) const {
     if (n == 1) return start;
-    if (i < n / 2) return detail::add_rn(start, detail::mul_rn(static_cast<double>(i), step));
-    return detail::sub_rn(end, detail::mul_rn(static_cast<double>(n - 1 - i), step));
+    if (i < n / 2) return mul_add_unfused(static_cast<double>(i), step, start);
+    // end - k·step, as end + (-k)·step: negation is exact, so the bits are the same.
+    return mul_add_unfused(-static_cast<double>(n - 1 - i), step, end);
   }
 };
 

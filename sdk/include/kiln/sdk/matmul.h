@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "kiln/sdk/catalogue.h"
 #include "kiln/sdk/op_args.h"
 
 namespace kiln::sdk {
@@ -51,9 +52,7 @@ inline Matmul matmul_operands(const OpArgs& args) {
 /// float32 and float64; the half types are optional and computed in float32), one dtype.
 inline int32_t supports_matmul(void*, const kiln_op_args* args) {
   const kiln_dtype d = input_dtype(args, 0);
-  const bool is_float = d == KILN_DTYPE_FLOAT32 || d == KILN_DTYPE_FLOAT64 ||
-                        d == KILN_DTYPE_FLOAT16 || d == KILN_DTYPE_BFLOAT16;
-  return is_float && input_dtype(args, 1) == d && output_dtype(args, 0) == d;
+  return is_float_dtype(d) && input_dtype(args, 1) == d && output_dtype(args, 0) == d;
 }
 
 }  // namespace kiln::sdk

@@ -105,18 +105,28 @@ inline BatchNorm batch_norm_operands(const OpArgs& args) {
   return b;
 }
 
-/// kiln.batch_norm_backward: grad_y, x, weight, mean, invstd in; grad_x, grad_weight,
-/// grad_bias out.
-struct BatchNormBackward {
+/// kiln.batch_norm_backward and kiln.layer_norm_backward: grad_y, x, weight, mean,
+/// invstd in; grad_x, grad_weight, grad_bias out; over `Layout`.
+template <class Layout>
+struct NormBackward {
   Tensor grad_y, x, weight, mean, invstd, grad_x, grad_weight, grad_bias;
-  ChannelLayout layout;
+  Layout layout;
 };
+using BatchNormBackward = NormBackward<ChannelLayout>;
+using LayerNormBackward = NormBackward<RowLayout>;
+
+namespace detail {
+template <class Layout>
+NormBackward<Layout> backward_tensors(const OpArgs& args) {
+  args.expect_counts(5, 3);
+  return {args.input(0),  args.input(1),  args.input(2),
+          args.input(3),  args.input(4),  args.output(0),
+          args.output(1), args.output(2), {}};
+}
+}  // namespace detail
 
 inline BatchNormBackward batch_norm_backward_operands(const OpArgs& args) {
-  args.expect_counts(5, 3);
-  BatchNormBackward b{args.input(0),  args.input(1),  args.input(2),
-                      args.input(3),  args.input(4),  args.output(0),
-                      args.output(1), args.output(2), {}};
+  BatchNormBackward b = detail::backward_tensors<ChannelLayout>(args);
   b.layout = channel_layout(b.x);
   detail::expect_like_x({{&b.grad_y, "grad_y"}, {&b.grad_x, "grad_x"}}, b.x);
   detail::expect_channel_vectors({{&b.weight, "weight"},
@@ -147,18 +157,8 @@ inline LayerNorm layer_norm_operands(const OpArgs& args) {
   return n;
 }
 
-/// kiln.layer_norm_backward: grad_y, x, weight, mean, invstd in; grad_x, grad_weight,
-/// grad_bias out.
-struct LayerNormBackward {
-  Tensor grad_y, x, weight, mean, invstd, grad_x, grad_weight, grad_bias;
-  RowLayout layout;
-};
-
 inline LayerNormBackward layer_norm_backward_operands(const OpArgs& args) {
-  args.expect_counts(5, 3);
-  LayerNormBackward n{args.input(0),  args.input(1),  args.input(2),
-                      args.input(3),  args.input(4),  args.output(0),
-                      args.output(1), args.output(2), {}};
+  LayerNormBackward n = detail::backward_tensors<RowLayout>(args);
   n.layout = row_layout(args, n.x);
   const RowLayout& l = n.layout;
   detail::expect_numel({{&n.grad_y, "grad_y"}, {&n.grad_x, "grad_x"}}, l.m * l.d, n.x.dtype);

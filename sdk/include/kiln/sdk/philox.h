@@ -70,35 +70,6 @@ KILN_HOST_DEVICE constexpr PhiloxBlock philox_block(uint64_t seed, uint64_t bloc
                        static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
 }
 
-namespace detail {
-
-// Multiply-then-add with two roundings on every compiler (see the header comment).
-KILN_HOST_DEVICE inline float mul_add_unfused(float a, float b, float c) {
-#if defined(__CUDA_ARCH__)
-  return __fadd_rn(__fmul_rn(a, b), c);
-#else
-  return a * b + c;
-#endif
-}
-
-KILN_HOST_DEVICE inline double mul_add_unfused(double a, double b, double c) {
-#if defined(__CUDA_ARCH__)
-  return __dadd_rn(__dmul_rn(a, b), c);
-#else
-  return a * b + c;
-#endif
-}
-
-KILN_HOST_DEVICE inline double mul_unfused(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-
-}  // namespace detail
-
 /// u = (w >> 8) * 2^-24, in [0, 1); exact in float.
 KILN_HOST_DEVICE constexpr float unit_float_from_word(uint32_t w) {
   return static_cast<float>(w >> 8) * 0x1p-24f;
@@ -113,13 +84,13 @@ KILN_HOST_DEVICE constexpr double unit_double_from_words(uint32_t lo, uint32_t h
 /// y = low + (high - low) * u, every step in float32. `low` and `high` are the
 /// op's float64 attributes already rounded to float32 by the caller.
 KILN_HOST_DEVICE inline float uniform_f32_from_word(uint32_t w, float low, float high) {
-  return detail::mul_add_unfused(high - low, unit_float_from_word(w), low);
+  return mul_add_unfused(high - low, unit_float_from_word(w), low);
 }
 
 /// random_uniform for float64: y = low + (high - low) * u in float64.
 KILN_HOST_DEVICE inline double uniform_f64_from_words(uint32_t lo, uint32_t hi, double low,
                                                       double high) {
-  return detail::mul_add_unfused(high - low, unit_double_from_words(lo, hi), low);
+  return mul_add_unfused(high - low, unit_double_from_words(lo, hi), low);
 }
 
 /// 2π rounded to the nearest double.
@@ -133,8 +104,8 @@ KILN_HOST_DEVICE inline double normal_from_words(uint32_t a, uint32_t c, double 
   const double u1 = static_cast<double>((a >> 8) + 1u) * 0x1p-24;
   const double u2 = static_cast<double>(c >> 8) * 0x1p-24;
   const double radius = ::sqrt(-2.0 * ::log(u1));
-  const double z = detail::mul_unfused(radius, ::cos(detail::mul_unfused(kTwoPi, u2)));
-  return detail::mul_add_unfused(std_dev, z, mean);
+  const double z = mul_unfused(radius, ::cos(mul_unfused(kTwoPi, u2)));
+  return mul_add_unfused(std_dev, z, mean);
 }
 
 /// Element `i` (row-major) of a float32/float16/bfloat16 random_uniform.

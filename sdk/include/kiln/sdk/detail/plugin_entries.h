@@ -210,28 +210,36 @@ inline kiln_status* stream_create(kiln_device* device, kiln_stream** stream) {
   });
 }
 
+// Destroys a stream or event handle: out of the registry, through the device's destroy,
+// deleted. A device whose destroy throws keeps it: the handle is put back and stays
+// valid (it may be destroyed again), rather than leaking what the device still holds.
+template <class Handle, class Destroy>
+void destroy_handle(DeviceSlot& slot, std::unordered_set<const void*>& live, void* handle,
+                    const char* what, Destroy&& destroy) {
+  {
+    std::lock_guard lock(slot.mutex);
+    KILN_SDK_CHECK(live.erase(handle) == 1, KILN_STATUS_INVALID_ARGUMENT, "unknown ", what,
+                   " handle ", handle, " (never created on ", slot.label,
+                   ", or already destroyed)");
+  }
+  auto* owned = static_cast<Handle*>(handle);
+  try {
+    destroy(*owned);
+  } catch (...) {
+    std::lock_guard lock(slot.mutex);
+    live.insert(owned);
+    throw;
+  }
+  delete owned;
+}
+
 inline kiln_status* stream_destroy(kiln_device* device, kiln_stream* stream) {
   return boundary("stream_destroy", device, [&] {
     DeviceSlot& slot = slot_of(device);
     KILN_SDK_CHECK(stream != nullptr, KILN_STATUS_INVALID_ARGUMENT,
                    "the default (NULL) stream cannot be destroyed");
-    {
-      std::lock_guard lock(slot.mutex);
-      KILN_SDK_CHECK(slot.streams.erase(stream) == 1, KILN_STATUS_INVALID_ARGUMENT,
-                     "unknown stream handle ", static_cast<void*>(stream), " (never created on ",
-                     slot.label, ", or already destroyed)");
-    }
-    // A device that fails to destroy it keeps the stream: the handle stays valid (and
-    // may be destroyed again), rather than leaking what the device still holds.
-    auto* owned = reinterpret_cast<Stream*>(stream);
-    try {
-      slot.device->destroy_stream(*owned);
-    } catch (...) {
-      std::lock_guard lock(slot.mutex);
-      slot.streams.insert(owned);
-      throw;
-    }
-    delete owned;
+    destroy_handle<Stream>(slot, slot.streams, stream, "stream",
+                           [&](Stream& s) { slot.device->destroy_stream(s); });
   });
 }
 
@@ -265,21 +273,8 @@ inline kiln_status* event_destroy(kiln_device* device, kiln_event* event) {
   return boundary("event_destroy", device, [&] {
     DeviceSlot& slot = slot_of(device);
     KILN_SDK_CHECK(event != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null event handle");
-    {
-      std::lock_guard lock(slot.mutex);
-      KILN_SDK_CHECK(slot.events.erase(event) == 1, KILN_STATUS_INVALID_ARGUMENT,
-                     "unknown event handle ", static_cast<void*>(event), " (never created on ",
-                     slot.label, ", or already destroyed)");
-    }
-    auto* owned = reinterpret_cast<Event*>(event);
-    try {
-      slot.device->destroy_event(*owned);
-    } catch (...) {  // kept, as a stream is
-      std::lock_guard lock(slot.mutex);
-      slot.events.insert(owned);
-      throw;
-    }
-    delete owned;
+    destroy_handle<Event>(slot, slot.events, event, "event",
+                          [&](Event& e) { slot.device->destroy_event(e); });
   });
 }
 
@@ -306,16 +301,15 @@ inline kiln_status* event_elapsed(kiln_device* device, kiln_event* start, kiln_e
 // then the others that are open.
 inline Event& event_of_any_device(DeviceSlot& slot, kiln_event* event) {
   KILN_SDK_CHECK(event != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null event handle");
-  {
-    std::lock_guard lock(slot.mutex);
-    if (slot.events.count(event) != 0) return *reinterpret_cast<Event*>(event);
-  }
+  const auto live_on = [event](DeviceSlot& d) {
+    std::lock_guard lock(d.mutex);
+    return d.events.count(event) != 0;
+  };
+  if (live_on(slot)) return *reinterpret_cast<Event*>(event);
   PluginState& s = *slot.plugin;
-  std::lock_guard open_lock(s.open_mutex);
+  std::lock_guard open_lock(s.open_mutex);  // then each slot's: the one nesting anywhere
   for (const auto& other : s.slots) {
-    if (!other || other.get() == &slot) continue;
-    std::lock_guard lock(other->mutex);
-    if (other->events.count(event) != 0) return *reinterpret_cast<Event*>(event);
+    if (other && other.get() != &slot && live_on(*other)) return *reinterpret_cast<Event*>(event);
   }
   throw Error(KILN_STATUS_INVALID_ARGUMENT,
               str_cat("unknown event handle ", static_cast<void*>(event),

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "device.h"
+#include "error_flags.h"
 #include "kiln/sdk/status.h"
 #include "staging.h"
 #include "streams.h"
@@ -64,6 +65,24 @@ void device_to_device(Device& device, void* dst, const void* src, size_t bytes,
   }
 }
 
+// The host waits for everything before the copy on this stream: the place to report
+// what the GPU found in those ops. The error slots' readback is enqueued before the
+// copy, so the copy's one wait covers it too (reading a loss is one host wait).
+void copy_to_host_and_check(Device& device, void* dst, const void* src, size_t bytes,
+                            cudaStream_t stream) {
+  ErrorFlags& flags = device.error_flags();
+  const bool pending = flags.pending(stream);
+  ErrorFlags::Readback readback;
+  if (pending) readback = flags.enqueue_readback(stream);
+  try {
+    device.staging().device_to_host(dst, src, bytes, stream);
+  } catch (...) {
+    flags.abandon(readback);
+    throw;
+  }
+  if (pending) flags.check(readback, stream, ErrorFlags::kAll, "at a device-to-host copy");
+}
+
 }  // namespace
 
 // The kit has checked the kind and the pointers, and answers 0-byte copies itself.
@@ -76,10 +95,7 @@ void Device::copy(sdk::CopyKind kind, void* dst, const void* src, size_t bytes,
       staging_->host_to_device(dst, src, bytes, s);
       break;
     case sdk::CopyKind::DeviceToHost:
-      staging_->device_to_host(dst, src, bytes, s);
-      // The host has waited for everything before the copy on this stream: the place
-      // to report what the GPU found in those ops.
-      check_device_errors(*this, s, "at a device-to-host copy");
+      copy_to_host_and_check(*this, dst, src, bytes, s);
       break;
     case sdk::CopyKind::DeviceToDevice:
       device_to_device(*this, dst, src, bytes, s);

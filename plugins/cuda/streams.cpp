@@ -28,11 +28,6 @@ void synchronize_stream(Device& device, cudaStream_t stream, const char* where) 
   if (pending) flags.check(readback, stream, ErrorFlags::kAll, where);
 }
 
-void check_device_errors(Device& device, cudaStream_t stream, const char* where) {
-  if (!device.error_flags().pending(stream)) return;
-  synchronize_stream(device, stream, where);
-}
-
 std::unique_ptr<sdk::Stream> Device::create_stream() {
   auto created = std::make_unique<CudaStream>();
   created->owner = this;

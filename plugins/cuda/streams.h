@@ -19,10 +19,6 @@ class Device;
 /// device-side error of an op (error_flags.h). `where` names the call for messages.
 void synchronize_stream(Device& device, cudaStream_t stream, const char* where);
 
-/// After the host has waited for work on `stream` by other means (a device-to-host
-/// copy): checks the device-side errors of the ops enqueued there, if any are pending.
-void check_device_errors(Device& device, cudaStream_t stream, const char* where);
-
 }  // namespace kiln::cuda
 
 #endif  // KILN_CUDA_STREAMS_H

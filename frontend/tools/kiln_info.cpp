@@ -62,9 +62,14 @@ int main(int argc, char** argv) {
       if (d.multiprocessor_count)
         std::cout << ", " << d.multiprocessor_count
                   << (d.kind == "cpu" ? " threads" : " multiprocessors");
-      if (d.total_memory_bytes)
-        std::cout << ", " << human_bytes(d.total_memory_bytes) << " total, "
-                  << human_bytes(d.free_memory_bytes) << " free";
+      if (d.total_memory_bytes) {
+        // 0 free means unknown: a GPU plugin measures it only once the device is open.
+        std::cout << ", " << human_bytes(d.total_memory_bytes) << " total, ";
+        if (d.free_memory_bytes)
+          std::cout << human_bytes(d.free_memory_bytes) << " free";
+        else
+          std::cout << "free memory unknown until the device is opened";
+      }
       if (d.host_accessible) std::cout << ", host-accessible memory";
       std::cout << "]\n";
     }

@@ -233,8 +233,8 @@ typedef struct kiln_device_properties {
   int32_t compute_capability_minor;
   int32_t multiprocessor_count; /* SMs, compute units, or CPU threads used */
   uint64_t total_memory_bytes;
-  uint64_t free_memory_bytes;
-  uint64_t memory_alignment; /* alignment of every allocation, in bytes */
+  uint64_t free_memory_bytes; /* 0: not known (e.g. a GPU whose context is not open yet) */
+  uint64_t memory_alignment;  /* alignment of every allocation, in bytes */
   /* -- 1.1 -- */
   uint64_t flags; /* KILN_DEVICE_FLAG_* */
 } kiln_device_properties;

@@ -1,5 +1,6 @@
 // copies.cpp — Device::copy: host<->device through pinned staging (staging.h),
-// device<->device on the copy engines, and peer copies between GPUs.
+// device<->device on the copy engines, and peer copies between GPUs (inside copy, for
+// pointers on another GPU, and as the ABI's copy_peer).
 #include <cuda_runtime.h>
 
 #include <mutex>
@@ -81,6 +82,7 @@ void copy_to_host_and_check(Device& device, void* dst, const void* src, size_t b
     throw;
   }
   if (pending) flags.check(readback, stream, ErrorFlags::kAll, "at a device-to-host copy");
+  device.raise_deferred_error("at a device-to-host copy");
 }
 
 }  // namespace
@@ -101,6 +103,45 @@ void Device::copy(sdk::CopyKind kind, void* dst, const void* src, size_t bytes,
       device_to_device(*this, dst, src, bytes, s);
       break;
   }
+}
+
+// The source's default stream is where the frontend wrote the source and where it will
+// free or overwrite it next: the copy waits for the first and the second waits for the
+// copy. The pool's events may go back at once: a wait holds the record it was made on.
+void Device::copy_peer(void* dst, sdk::Device& src_device, const void* src, size_t bytes,
+                       sdk::Stream* stream) {
+  auto& source = dynamic_cast<Device&>(src_device);  // the kit passes only this plugin's devices
+  const cudaStream_t s = cuda_stream(stream);
+  if (source.ordinal() != ordinal_) enable_peer_access(*this, source.ordinal());
+  cudaEvent_t source_ready = source.events().get();
+  cudaEvent_t copied = nullptr;
+  try {
+    source.make_current();
+    source.record_cuda_event(source_ready, source.default_stream(), "copy_peer (source ready)");
+    make_current();
+    if (const cudaError_t status = cudaStreamWaitEvent(s, source_ready, 0); status != cudaSuccess)
+      fail(status, "cudaStreamWaitEvent (copy_peer)");
+    if (const cudaError_t status =
+            cudaMemcpyPeerAsync(dst, ordinal_, src, source.ordinal(), bytes, s);
+        status != cudaSuccess) {
+      fail(status, "cudaMemcpyPeerAsync");
+    }
+    note_op("copy_peer");
+    copied = events_.get();
+    record_cuda_event(copied, s, "copy_peer (copied)");
+    source.make_current();
+    if (const cudaError_t status = cudaStreamWaitEvent(source.default_stream(), copied, 0);
+        status != cudaSuccess) {
+      source.fail(status, "cudaStreamWaitEvent (copy_peer)");
+    }
+    make_current();
+  } catch (...) {
+    source.events().put(source_ready);
+    events_.put(copied);
+    throw;
+  }
+  source.events().put(source_ready);
+  events_.put(copied);
 }
 
 }  // namespace kiln::cuda

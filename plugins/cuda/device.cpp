@@ -225,6 +225,28 @@ void Device::record_cuda_event(cudaEvent_t event, cudaStream_t stream, const cha
   }
 }
 
+void Device::post_deferred_error(kiln_status_code code, const std::string& message) noexcept {
+  try {
+    std::lock_guard lock(deferred_mutex_);
+    if (deferred_pending_.load(std::memory_order_relaxed)) return;
+    deferred_code_ = code;
+    deferred_message_ = message;
+    deferred_pending_.store(true, std::memory_order_release);
+  } catch (...) {
+    // Out of memory copying the message: the collective's own later calls still fail.
+  }
+}
+
+void Device::raise_deferred_error(const char* where) {
+  if (!deferred_pending_.load(std::memory_order_acquire)) [[likely]]
+    return;
+  std::lock_guard lock(deferred_mutex_);
+  if (!deferred_pending_.load(std::memory_order_relaxed)) return;
+  deferred_pending_.store(false, std::memory_order_relaxed);
+  throw sdk::Error(deferred_code_,
+                   sdk::str_cat(deferred_message_, " (found on ", label_, " ", where, ")"));
+}
+
 Device::Counters Device::counters() const noexcept {
   return {host_syncs_.load(std::memory_order_relaxed), op_calls_.load(std::memory_order_relaxed),
           flag_reads_.load(std::memory_order_relaxed)};

@@ -93,6 +93,11 @@ class Device final : public sdk::CachingDevice {
   /// of this device only: work on the other GPU must be ordered with events.
   void copy(sdk::CopyKind kind, void* dst, const void* src, size_t bytes,
             sdk::Stream* stream) override;
+  /// copy_peer (ABI 1.1): cudaMemcpyPeerAsync on `stream` of this (the destination)
+  /// device, after the source device's default stream (an event), which in turn waits
+  /// for the copy, so neither side touches the bytes while they move. Enqueued only.
+  void copy_peer(void* dst, sdk::Device& src_device, const void* src, size_t bytes,
+                 sdk::Stream* stream) override;
   void properties(kiln_device_properties& properties) override;
   void memory_stats(kiln_memory_stats& stats) override;
   void empty_cache() override;
@@ -158,6 +163,19 @@ class Device final : public sdk::CachingDevice {
   /// cudaEventRecord(event, stream); throws naming `what` on failure.
   void record_cuda_event(cudaEvent_t event, cudaStream_t stream, const char* what);
 
+  // -- errors found after the work was enqueued -----------------------------------------
+  /// Records an error that no call can return because it struck work already enqueued:
+  /// a collective aborted after its call returned (a peer that never came, NCCL's
+  /// asynchronous error), whose kernels then end early and leave the output undefined.
+  /// The next synchronization point of this device (stream_synchronize,
+  /// event_synchronize, a device-to-host copy), on any of its streams, throws it with
+  /// `code`, once; a later error while one is pending is dropped (the first explains
+  /// it). Thread-safe; never throws.
+  void post_deferred_error(kiln_status_code code, const std::string& message) noexcept;
+  /// Throws the error post_deferred_error recorded, if any, and forgets it; `where`
+  /// says which call found it. Cheap when there is none (one atomic load).
+  void raise_deferred_error(const char* where);
+
   /// Records that `op` was enqueued (for counters and error messages).
   void note_op(const char* op) noexcept {
     op_calls_.fetch_add(1, std::memory_order_relaxed);
@@ -205,6 +223,11 @@ class Device final : public sdk::CachingDevice {
   std::atomic<uint64_t> op_calls_{0};
   std::atomic<uint64_t> flag_reads_{0};
   std::atomic<const char*> last_op_{nullptr};
+
+  std::atomic<bool> deferred_pending_{false};
+  std::mutex deferred_mutex_;
+  kiln_status_code deferred_code_ = KILN_STATUS_OK;
+  std::string deferred_message_;
 };
 
 /// "1.5 GiB", for messages.

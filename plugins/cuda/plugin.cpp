@@ -12,13 +12,17 @@
 // Environment: see plugin_state.h (KILN_CUDA_ALLOCATOR, KILN_CUDA_SYNC); the CUDA
 // runtime's CUDA_VISIBLE_DEVICES applies as usual.
 //
-// No copy_peer yet (cudaMemcpyPeerAsync needs a multi-GPU machine to verify): the
-// frontend stages cuda:i -> cuda:j through the host meanwhile.
+// Peer copies (copy_peer) are cudaMemcpyPeerAsync (copies.cpp); collectives are the
+// "kiln.collectives.v1" extension on NCCL (collectives.h), when the plugin was built
+// with nccl.h (KILN_CUDA_NCCL), opened on first use like cuBLAS.
 #include <nvtx3/nvToolsExt.h>
 
 #include <cstring>
 
 #include "allocator.h"
+#if KILN_CUDA_NCCL
+#include "collectives.h"
+#endif
 #include "debug_extension.h"
 #include "device.h"
 #include "kernels/registry.h"
@@ -74,8 +78,17 @@ class Backend final : public sdk::Backend {
   void range_push(const char* name) override { nvtxRangePushA(name); }
   void range_pop() override { nvtxRangePop(); }
 
+  /// Every pair of GPUs can copy directly (cudaMemcpyPeerAsync stages through the host
+  /// itself where the hardware has no peer access).
+  bool peer_copies() override { return true; }
+
   const void* extension(const char* name) override {
-    return std::strcmp(name, KILN_CUDA_DEBUG_EXTENSION) == 0 ? &kDebugExtension : nullptr;
+    if (std::strcmp(name, KILN_CUDA_DEBUG_EXTENSION) == 0) return &kDebugExtension;
+#if KILN_CUDA_NCCL
+    // Offered even with no GPU or no NCCL: comm_init_* then say which is missing.
+    if (std::strcmp(name, KILN_EXTENSION_COLLECTIVES) == 0) return collectives_api();
+#endif
+    return nullptr;
   }
 
  private:

@@ -26,6 +26,7 @@ void synchronize_stream(Device& device, cudaStream_t stream, const char* where) 
     throw;
   }
   if (pending) flags.check(readback, stream, ErrorFlags::kAll, where);
+  device.raise_deferred_error(where);
 }
 
 std::unique_ptr<sdk::Stream> Device::create_stream() {
@@ -120,6 +121,7 @@ double Device::elapsed_ms(sdk::Event& start, sdk::Event& end) {
 void Device::synchronize_event(sdk::Event& event) {
   CudaEvent& e = cuda_event(event);
   wait_for_event(e.event, "event_synchronize");
+  raise_deferred_error("at event_synchronize");
   if (e.recorded_on == nullptr) return;
   // The ops the event covers are done; read their slots on the device's check stream
   // (the recording stream may have more work queued behind the event).

@@ -1,4 +1,4 @@
-// cuBLAS, cuBLASLt and cuDNN through dlopen: see toolkit_libraries.h.
+// cuBLAS, cuBLASLt, cuDNN and NCCL through dlopen: see toolkit_libraries.h.
 //
 // Each forwarder below repeats the declaration in the library's header; a signature
 // that disagrees with the header does not compile (one C function cannot have two).
@@ -10,6 +10,9 @@
 #include <cublas_v2.h>
 #include <cudnn.h>
 #include <dlfcn.h>
+#if KILN_CUDA_NCCL
+#include <nccl.h>
+#endif
 
 #include <mutex>
 #include <string>
@@ -35,6 +38,11 @@ Library libraries[] = {
     {"cuBLAS", "libcublas.so." KILN_STRINGIFY(CUBLAS_VER_MAJOR), {}, nullptr, {}},
     {"cuBLASLt", "libcublasLt.so." KILN_STRINGIFY(CUBLAS_VER_MAJOR), {}, nullptr, {}},
     {"cuDNN", "libcudnn.so." KILN_STRINGIFY(CUDNN_MAJOR), {}, nullptr, {}},
+#if KILN_CUDA_NCCL
+    {"NCCL", "libnccl.so." KILN_STRINGIFY(NCCL_MAJOR), {}, nullptr, {}},
+#else
+    {"NCCL", "libnccl.so.2", {}, nullptr, {}},  // never opened: built without nccl.h
+#endif
 };
 
 Library& open_library(ToolkitLibrary which) {
@@ -68,6 +76,12 @@ template <>
 cudnnStatus_t unavailable<cudnnStatus_t>() {
   return CUDNN_STATUS_NOT_INITIALIZED;
 }
+#if KILN_CUDA_NCCL
+template <>
+ncclResult_t unavailable<ncclResult_t>() {
+  return ncclSystemError;
+}
+#endif
 template <>
 const char* unavailable<const char*>() {
   return "(the library could not be loaded)";
@@ -229,5 +243,38 @@ KILN_FORWARD(Cudnn, cudnnStatus_t, cudnnConvolutionBackwardFilter,
      cudnnConvolutionBwdFilterAlgo_t algo, void* workSpace, size_t workSpaceSizeInBytes, const void* beta,
      const cudnnFilterDescriptor_t dwDesc, void* dw),
     (handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, dwDesc, dw))
+
+// -- NCCL (collectives.cpp) ------------------------------------------------------------------
+#if KILN_CUDA_NCCL
+KILN_FORWARD(Nccl, ncclResult_t, ncclGetVersion, (int* version), (version))
+KILN_FORWARD(Nccl, ncclResult_t, ncclGetUniqueId, (ncclUniqueId* uniqueId), (uniqueId))
+KILN_FORWARD(Nccl, ncclResult_t, ncclCommInitRankConfig,
+    (ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t* config),
+    (comm, nranks, commId, rank, config))
+KILN_FORWARD(Nccl, ncclResult_t, ncclCommFinalize, (ncclComm_t comm), (comm))
+KILN_FORWARD(Nccl, ncclResult_t, ncclCommDestroy, (ncclComm_t comm), (comm))
+KILN_FORWARD(Nccl, ncclResult_t, ncclCommAbort, (ncclComm_t comm), (comm))
+KILN_FORWARD(Nccl, const char*, ncclGetErrorString, (ncclResult_t result), (result))
+KILN_FORWARD(Nccl, const char*, ncclGetLastError, (ncclComm_t comm), (comm))
+KILN_FORWARD(Nccl, ncclResult_t, ncclCommGetAsyncError, (ncclComm_t comm, ncclResult_t* asyncError), (comm, asyncError))
+KILN_FORWARD(Nccl, ncclResult_t, ncclGroupStart, (), ())
+KILN_FORWARD(Nccl, ncclResult_t, ncclGroupEnd, (), ())
+KILN_FORWARD(Nccl, ncclResult_t, ncclAllReduce,
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+     ncclComm_t comm, cudaStream_t stream),
+    (sendbuff, recvbuff, count, datatype, op, comm, stream))
+KILN_FORWARD(Nccl, ncclResult_t, ncclBroadcast,
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+     ncclComm_t comm, cudaStream_t stream),
+    (sendbuff, recvbuff, count, datatype, root, comm, stream))
+KILN_FORWARD(Nccl, ncclResult_t, ncclAllGather,
+    (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+     ncclComm_t comm, cudaStream_t stream),
+    (sendbuff, recvbuff, sendcount, datatype, comm, stream))
+KILN_FORWARD(Nccl, ncclResult_t, ncclReduceScatter,
+    (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream),
+    (sendbuff, recvbuff, recvcount, datatype, op, comm, stream))
+#endif
 
 // clang-format on

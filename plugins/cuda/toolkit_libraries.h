@@ -1,4 +1,4 @@
-// toolkit_libraries.h — cuBLAS, cuBLASLt and cuDNN, opened on first use.
+// toolkit_libraries.h — cuBLAS, cuBLASLt, cuDNN and NCCL, opened on first use.
 //
 // The plugin is not linked against them: together they are ~1 GB of shared objects
 // whose loading cost every Kiln process ~0.1 s and ~200 MB resident even on a machine
@@ -10,13 +10,15 @@
 //
 // A device's handle getters (Device::cublas_handle and the others) call
 // require_library first, so a missing or broken library is a clear kiln error naming
-// it, at the first op that needs it, not a crash at load time.
+// it, at the first op that needs it, not a crash at load time. NCCL is opened by the
+// first comm_init_group, comm_id_create or comm_init_rank (collectives.cpp); the
+// plugin is built with it only where the toolkit has nccl.h (KILN_CUDA_NCCL).
 #ifndef KILN_CUDA_TOOLKIT_LIBRARIES_H
 #define KILN_CUDA_TOOLKIT_LIBRARIES_H
 
 namespace kiln::cuda {
 
-enum class ToolkitLibrary { Cublas, CublasLt, Cudnn };
+enum class ToolkitLibrary { Cublas, CublasLt, Cudnn, Nccl };
 
 /// Opens `library` if it is not open yet; throws kiln::sdk::Error (DEVICE_ERROR) naming
 /// the library and dlopen's reason when it cannot be opened. Thread-safe; the first

@@ -1,0 +1,501 @@
+#include "nccl_comm.h"
+
+#include <condition_variable>
+#include <thread>
+#include <utility>
+
+#include "device.h"
+#include "kiln/sdk/plugin.h"
+#include "kiln/sdk/status.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+using Clock = NcclComm::Clock;
+
+Clock::time_point deadline_after(double seconds) {
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+// Polling backs off from spinning to 1 ms: an enqueue usually finishes at once, a
+// connection set-up or a slow peer takes milliseconds or more.
+void back_off(int attempt) {
+  if (attempt < 16)
+    std::this_thread::yield();
+  else
+    std::this_thread::sleep_for(std::chrono::microseconds(attempt < 64 ? 50 : 1000));
+}
+
+}  // namespace
+
+std::string nccl_message(ncclResult_t result, const char* what, ncclComm_t comm) {
+  const char* last = ncclGetLastError(comm);
+  return sdk::str_cat(what, ": ", ncclGetErrorString(result),
+                      last != nullptr && *last != '\0' ? sdk::str_cat(" (", last, ")") : "");
+}
+
+// -- GroupInfo ---------------------------------------------------------------------------
+
+GroupInfo::GroupInfo(std::vector<std::string> labels)
+    : labels_(std::move(labels)), posted_(labels_.size(), 0) {}
+
+std::string GroupInfo::members() const {
+  std::string out = "[";
+  for (size_t i = 0; i < labels_.size(); ++i) out += (i ? ", " : "") + labels_[i];
+  return out + "]";
+}
+
+void GroupInfo::set_members(std::vector<std::weak_ptr<NcclComm>> comms) {
+  std::lock_guard lock(mutex_);
+  comms_ = std::move(comms);
+}
+
+// Each position in the order of calls is compared with the first rank that posted it;
+// a position is forgotten once every rank has posted it.
+std::string GroupInfo::post(int rank, const CollectiveCall& call) {
+  std::lock_guard lock(mutex_);
+  const auto r = static_cast<size_t>(rank);
+  const uint64_t position = posted_[r]++;
+  const auto index = static_cast<size_t>(position - base_);
+  if (index == slots_.size()) slots_.push_back({call, rank, 0});
+  Slot& slot = slots_[index];
+  ++slot.seen;
+  std::string mismatch;
+  const CollectiveCall& first = slot.call;
+  const std::string ranks =
+      sdk::str_cat("rank ", slot.first_rank, " (", labels_[static_cast<size_t>(slot.first_rank)],
+                   ") and rank ", rank, " (", labels_[r], ")");
+  if (std::string(first.name) != call.name) {
+    mismatch = sdk::str_cat("mismatched collectives on the group ", members(), ": ", ranks,
+                            " called ", first.name, " and ", call.name);
+  } else if (first.count != call.count || first.dtype != call.dtype ||
+             first.op_or_root != call.op_or_root) {
+    const bool root = std::string(call.name) == "broadcast";
+    const char* field = first.count != call.count   ? "element count"
+                        : first.dtype != call.dtype ? "dtype"
+                        : root                      ? "root"
+                                                    : "reduce op";
+    const auto value = [&](const CollectiveCall& c) -> int64_t {
+      return first.count != call.count   ? static_cast<int64_t>(c.count)
+             : first.dtype != call.dtype ? c.dtype
+                                         : c.op_or_root;
+    };
+    mismatch = sdk::str_cat(call.name, ": ranks disagree on the ", field, " on the group ",
+                            members(), ": ", ranks, " passed ", value(first), " and ", value(call));
+  }
+  while (!slots_.empty() && slots_.front().seen == static_cast<int>(labels_.size())) {
+    slots_.pop_front();
+    ++base_;
+  }
+  return mismatch;
+}
+
+std::string GroupInfo::ranks_behind(uint64_t calls) const {
+  std::lock_guard lock(mutex_);
+  std::string out;
+  for (size_t r = 0; r < labels_.size(); ++r)
+    if (posted_[r] < calls) out += sdk::str_cat(out.empty() ? "" : ", ", r, " (", labels_[r], ")");
+  return out;
+}
+
+void GroupInfo::abort_all(kiln_status_code code, const std::string& reason) {
+  std::vector<std::shared_ptr<NcclComm>> comms;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& weak : comms_)
+      if (auto comm = weak.lock()) comms.push_back(std::move(comm));
+  }
+  for (const auto& comm : comms) comm->abort(code, reason);
+}
+
+// -- the watchdog ------------------------------------------------------------------------
+
+// Follows every enqueued collective until its end event completes or its communicator
+// is aborted. One thread for the process, started with the first collective and never
+// stopped (the plugin is never unloaded); it sleeps while nothing is in flight.
+class Watchdog {
+ public:
+  static Watchdog& get() {
+    static Watchdog* const instance = [] {
+      auto* w = new Watchdog();
+      std::thread([w] { w->run(); }).detach();
+      return w;
+    }();
+    return *instance;
+  }
+
+  struct Entry {
+    std::shared_ptr<NcclComm> comm;
+    const char* name;
+    uint64_t position;
+    cudaEvent_t start;
+    cudaEvent_t end;
+    bool started = false;
+    Clock::time_point deadline{};
+  };
+
+  void add(Entry entry) {
+    {
+      std::lock_guard lock(mutex_);
+      entries_.push_back(std::move(entry));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  static constexpr auto kPollInterval = std::chrono::milliseconds(2);
+
+  void run() {
+    std::vector<Entry> work;
+    std::vector<Entry> kept;
+    for (;;) {
+      {
+        std::unique_lock lock(mutex_);
+        if (!kept.empty()) {
+          // Kept entries go first, so they stay in the order they were enqueued.
+          for (Entry& e : entries_) kept.push_back(std::move(e));
+          entries_.swap(kept);
+          kept.clear();
+        }
+        cv_.wait(lock, [&] { return !entries_.empty(); });
+        work.swap(entries_);
+      }
+      for (Entry& e : work)
+        if (!finished(e)) kept.push_back(std::move(e));
+      work.clear();
+      if (!kept.empty()) std::this_thread::sleep_for(kPollInterval);
+    }
+  }
+
+  static void release(Entry& e) noexcept {
+    e.comm->device().events().put(e.start);
+    e.comm->device().events().put(e.end);
+    std::lock_guard lock(e.comm->mutex_);
+    --e.comm->in_flight_;
+  }
+
+  // True once `e` needs no more watching (and its events are released).
+  static bool finished(Entry& e) noexcept {
+    NcclComm& comm = *e.comm;
+    bool aborted = false;
+    {
+      std::lock_guard lock(comm.mutex_);
+      aborted = comm.aborted_;
+    }
+    if (!aborted) {
+      try {
+        Device& device = comm.device();
+        device.make_current();
+        if (!e.started && device.event_done(e.start)) {
+          e.started = true;
+          e.deadline = deadline_after(comm.timeout_seconds());
+        }
+        if (e.started && device.event_done(e.end)) {
+          release(e);
+          return true;
+        }
+      } catch (const std::exception& error) {
+        // A CUDA error on the stream: its next synchronization reports it better.
+        release(e);
+        return true;
+      }
+      if (const ncclResult_t async = comm.async_error();
+          async != ncclSuccess && async != ncclInProgress) {
+        comm.abort(
+            KILN_STATUS_DEVICE_ERROR,
+            nccl_message(async, sdk::str_cat(e.name, " on ", comm.label()).c_str(), nullptr));
+      } else if (e.started && Clock::now() > e.deadline) {
+        const std::string reason =
+            sdk::str_cat(e.name, " on ", comm.label(), " did not complete within ",
+                         comm.timeout_seconds(), " s: ", comm.who_is_missing(e.position));
+        comm.abort(KILN_STATUS_DEVICE_ERROR, reason);
+        if (comm.group_) comm.group_->abort_all(KILN_STATUS_DEVICE_ERROR, reason);
+      } else {
+        return false;
+      }
+    }
+    release(e);
+    return true;
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<Entry> entries_;
+};
+
+// -- NcclComm ------------------------------------------------------------------------------
+
+NcclComm::NcclComm(Device& device, int rank, int size, double timeout_seconds,
+                   std::shared_ptr<GroupInfo> group)
+    : device_(device),
+      rank_(rank),
+      size_(size),
+      timeout_(timeout_seconds),
+      group_(std::move(group)) {
+  device_.make_current();
+  if (const cudaError_t status = cudaMalloc(&barrier_word_, sizeof(int32_t));
+      status != cudaSuccess) {
+    barrier_word_ = nullptr;
+    device_.fail(status, "cudaMalloc (the barrier's word)");
+  }
+}
+
+NcclComm::~NcclComm() {
+  if (comm_ != nullptr) {
+    device_.make_current();
+    ncclCommAbort(comm_);  // only when destroy() never ran: nothing may use it any more
+  }
+  if (barrier_word_ != nullptr) cudaFree(barrier_word_);
+}
+
+std::string NcclComm::label() const {
+  return sdk::str_cat("rank ", rank_, " of ", size_, " on ", device_.label());
+}
+
+void NcclComm::throw_if_aborted(const char* what) const {
+  std::lock_guard lock(mutex_);
+  if (aborted_)
+    throw sdk::Error(abort_code_,
+                     sdk::str_cat(what, " on ", label(),
+                                  ": the communicator was "
+                                  "aborted (",
+                                  abort_reason_, "); destroy it and create a new one"));
+  KILN_SDK_CHECK(comm_ != nullptr, KILN_STATUS_INVALID_ARGUMENT, what, " on ", label(),
+                 ": the communicator was destroyed");
+}
+
+void NcclComm::start_init(const ncclUniqueId& id) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;  // every wait is ours, with the timeout (see the header)
+  device_.make_current();
+  std::lock_guard lock(mutex_);
+  const ncclResult_t result = ncclCommInitRankConfig(&comm_, size_, id, rank_, &config);
+  if (result != ncclSuccess && result != ncclInProgress) {
+    const std::string message =
+        nccl_message(result, sdk::str_cat("ncclCommInitRankConfig for ", label()).c_str(), nullptr);
+    if (comm_ != nullptr) ncclCommAbort(comm_);
+    comm_ = nullptr;
+    aborted_ = true;
+    abort_reason_ = message;
+    throw sdk::Error(KILN_STATUS_DEVICE_ERROR, message);
+  }
+}
+
+void NcclComm::wait_ready(Clock::time_point deadline) {
+  try {
+    poll("initializing NCCL", deadline,
+         group_ ? "NCCL did not finish setting up the group"
+                : "rank(s) of the group did not join (NCCL cannot tell which)");
+  } catch (const sdk::Error& e) {
+    throw sdk::Error(e.code(),
+                     sdk::str_cat(e.what(), group_ ? ""
+                                                   : "; did every rank call comm_init_rank "
+                                                     "with the same id and rank count?"));
+  }
+}
+
+ncclResult_t NcclComm::async_error() noexcept {
+  std::lock_guard lock(mutex_);
+  if (comm_ == nullptr) return ncclSuccess;
+  ncclResult_t state = ncclSuccess;
+  const ncclResult_t result = ncclCommGetAsyncError(comm_, &state);
+  return result != ncclSuccess ? result : state;
+}
+
+std::string NcclComm::who_is_missing(uint64_t position) const {
+  if (!group_) {
+    return "a rank of the group did not call it, died, or called it with other arguments "
+           "(across processes NCCL cannot tell which)";
+  }
+  const std::string behind = group_->ranks_behind(position + 1);
+  return behind.empty() ? sdk::str_cat("every rank of ", group_->members(),
+                                       " called it; the GPU work did not finish")
+                        : "rank(s) that did not call it: " + behind;
+}
+
+void NcclComm::poll(const char* what, Clock::time_point deadline, const std::string& missing) {
+  for (int attempt = 0;; ++attempt) {
+    ncclResult_t state = ncclSuccess;
+    {
+      std::unique_lock lock(mutex_);
+      if (comm_ == nullptr) {
+        lock.unlock();
+        throw_if_aborted(what);
+        return;
+      }
+      const ncclResult_t result = ncclCommGetAsyncError(comm_, &state);
+      if (result != ncclSuccess) state = result;
+      if (state == ncclSuccess) return;
+      if (state != ncclInProgress) {
+        const std::string message =
+            nccl_message(state, sdk::str_cat(what, " on ", label()).c_str(), comm_);
+        lock.unlock();
+        abort(KILN_STATUS_DEVICE_ERROR, message);
+        throw sdk::Error(KILN_STATUS_DEVICE_ERROR, message);
+      }
+    }
+    if (Clock::now() > deadline) {
+      const std::string message = sdk::str_cat(what, " on ", label(), " did not complete within ",
+                                               timeout_, " s: ", missing);
+      abort(KILN_STATUS_DEVICE_ERROR, message);
+      if (group_) group_->abort_all(KILN_STATUS_DEVICE_ERROR, message);
+      throw sdk::Error(KILN_STATUS_DEVICE_ERROR, message);
+    }
+    back_off(attempt);
+  }
+}
+
+void NcclComm::nccl_call(const char* what, Clock::time_point deadline,
+                         const std::function<ncclResult_t(ncclComm_t)>& call) {
+  uint64_t position = 0;
+  {
+    std::unique_lock lock(mutex_);
+    if (comm_ == nullptr) {
+      lock.unlock();
+      throw_if_aborted(what);
+    }
+    position = calls_ > 0 ? calls_ - 1 : 0;
+    const ncclResult_t result = call(comm_);
+    if (result != ncclSuccess && result != ncclInProgress) {
+      const std::string message =
+          nccl_message(result, sdk::str_cat(what, " on ", label()).c_str(), comm_);
+      lock.unlock();
+      // An argument NCCL refuses is refused by the same call on every rank, but the
+      // others may already have enqueued theirs: abort so that they fail rather than hang.
+      const kiln_status_code code = result == ncclInvalidArgument || result == ncclInvalidUsage
+                                        ? KILN_STATUS_INVALID_ARGUMENT
+                                        : KILN_STATUS_DEVICE_ERROR;
+      abort(code, message);
+      if (group_) group_->abort_all(code, message);
+      throw sdk::Error(code, message);
+    }
+    if (result == ncclSuccess) return;
+  }
+  poll(what, deadline, who_is_missing(position));
+}
+
+void NcclComm::enqueue(const CollectiveCall& call, cudaStream_t stream,
+                       const std::function<ncclResult_t(ncclComm_t)>& launch) {
+  throw_if_aborted(call.name);
+  uint64_t position = 0;
+  {
+    std::lock_guard lock(mutex_);
+    position = calls_++;
+  }
+  if (group_) {
+    if (std::string mismatch = group_->post(rank_, call); !mismatch.empty()) {
+      group_->abort_all(KILN_STATUS_INVALID_ARGUMENT, mismatch);
+      throw_if_aborted(call.name);
+    }
+  }
+  if (call.count == 0) return;  // every rank agreed that there is nothing to move
+  device_.make_current();
+  EventPool& events = device_.events();
+  cudaEvent_t start = events.get();
+  cudaEvent_t end = nullptr;
+  try {
+    end = events.get();
+    device_.record_cuda_event(start, stream, call.name);
+    nccl_call(call.name, deadline_after(timeout_), launch);
+    device_.note_op(call.name);
+    device_.record_cuda_event(end, stream, call.name);
+  } catch (...) {
+    events.put(start);
+    events.put(end);
+    throw;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    ++in_flight_;
+  }
+  Watchdog::get().add({shared_from_this(), call.name, position, start, end});
+}
+
+void NcclComm::barrier(cudaStream_t stream) {
+  // An all-reduce of one word, checked like any collective, then a host wait for it:
+  // the ABI's barrier returns only when every rank has reached it.
+  enqueue({"barrier", 1, KILN_DTYPE_INT32, KILN_REDUCE_SUM}, stream, [&](ncclComm_t comm) {
+    return ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum, comm, stream);
+  });
+  cudaEvent_t done = device_.events().get();
+  try {
+    device_.record_cuda_event(done, stream, "barrier");
+    device_.count_host_wait();
+    // Polled rather than waited for: the watchdog aborts the collective on the timeout,
+    // and the wait must end then too.
+    for (int attempt = 0; !device_.event_done(done); ++attempt) {
+      throw_if_aborted("barrier");
+      back_off(attempt);
+    }
+  } catch (...) {
+    device_.events().put(done);
+    throw;
+  }
+  device_.events().put(done);
+  throw_if_aborted("barrier");
+  device_.raise_deferred_error("at barrier");
+}
+
+void NcclComm::destroy() {
+  const Clock::time_point deadline = deadline_after(timeout_);
+  // The ABI says work is done before destroy; a collective still running past the
+  // timeout is aborted rather than waited for without end.
+  for (int attempt = 0;; ++attempt) {
+    {
+      std::lock_guard lock(mutex_);
+      if (in_flight_ == 0 || comm_ == nullptr) break;
+    }
+    if (Clock::now() > deadline) {
+      abort(KILN_STATUS_DEVICE_ERROR,
+            sdk::str_cat("comm_destroy on ", label(), ": its collectives did not complete within ",
+                         timeout_, " s"));
+      break;
+    }
+    back_off(attempt);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (comm_ == nullptr) return;  // aborted: NCCL's communicator is already gone
+  }
+  device_.make_current();
+  nccl_call("ncclCommFinalize", deadline, [](ncclComm_t comm) { return ncclCommFinalize(comm); });
+  std::lock_guard lock(mutex_);
+  const ncclResult_t result = ncclCommDestroy(comm_);
+  comm_ = nullptr;
+  KILN_SDK_CHECK(
+      result == ncclSuccess, KILN_STATUS_DEVICE_ERROR,
+      nccl_message(result, sdk::str_cat("ncclCommDestroy on ", label()).c_str(), nullptr));
+}
+
+void NcclComm::abort(kiln_status_code code, const std::string& reason) noexcept {
+  ncclComm_t doomed = nullptr;
+  bool in_flight = false;
+  try {
+    std::lock_guard lock(mutex_);
+    if (aborted_) return;
+    aborted_ = true;
+    abort_code_ = code;
+    abort_reason_ = reason;
+    doomed = comm_;
+    comm_ = nullptr;
+    in_flight = in_flight_ > 0;
+  } catch (...) {
+  }
+  if (doomed != nullptr) {
+    try {
+      device_.make_current();
+    } catch (...) {
+    }
+    // Makes this rank's NCCL kernels return, so its stream moves on (with undefined
+    // output, which the deferred error below reports).
+    ncclCommAbort(doomed);
+  }
+  if (in_flight)
+    device_.post_deferred_error(code, reason +
+                                          "; the collective's output is undefined and its "
+                                          "communicator was aborted");
+}
+
+}  // namespace kiln::cuda

@@ -126,6 +126,12 @@ bool pack_aligned(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % (sizeof(T) * W) == 0;
 }
 
+/// Packs each thread of the one- and two-input kernels loads before it computes: the
+/// loads of a grid-stride loop with one pack per step left add/relu of 2^26 float32 at
+/// 96 % of the copy bandwidth on an H200, where PyTorch reached it. In place is still
+/// safe: a thread reads each of its packs before it writes it, and only its own.
+inline constexpr int kPacksInFlight = 4;
+
 // Contiguous operands, by number of inputs. One kernel each (rather than one variadic
 // one) so that every input's pack is a named register variable the compiler keeps in
 // registers and loads with a single 16-byte instruction.
@@ -155,7 +161,23 @@ __global__ void __launch_bounds__(kThreads)
   int64_t tail = 0;
   if (vectorized) {
     const int64_t packs = n / W;
-    for (int64_t v = global_thread(); v < packs; v += grid_threads()) {
+    const int64_t stride = grid_threads();
+    int64_t v = global_thread();
+    for (; v + (kPacksInFlight - 1) * stride < packs; v += kPacksInFlight * stride) {
+      Pack<A, W> pa[kPacksInFlight];
+#pragma unroll
+      for (int u = 0; u < kPacksInFlight; ++u) {
+        pa[u] = reinterpret_cast<const Pack<A, W>*>(a)[v + u * stride];
+      }
+#pragma unroll
+      for (int u = 0; u < kPacksInFlight; ++u) {
+        Pack<Out, W> out;
+#pragma unroll
+        for (int j = 0; j < W; ++j) out.v[j] = convert<Out>(op(load(pa[u].v[j])));
+        reinterpret_cast<Pack<Out, W>*>(y)[v + u * stride] = out;
+      }
+    }
+    for (; v < packs; v += stride) {
       const Pack<A, W> pa = reinterpret_cast<const Pack<A, W>*>(a)[v];
       Pack<Out, W> out;
 #pragma unroll
@@ -176,7 +198,27 @@ __global__ void __launch_bounds__(kThreads)
   int64_t tail = 0;
   if (vectorized) {
     const int64_t packs = n / W;
-    for (int64_t v = global_thread(); v < packs; v += grid_threads()) {
+    const int64_t stride = grid_threads();
+    int64_t v = global_thread();
+    for (; v + (kPacksInFlight - 1) * stride < packs; v += kPacksInFlight * stride) {
+      Pack<A, W> pa[kPacksInFlight];
+      Pack<B, W> pb[kPacksInFlight];
+#pragma unroll
+      for (int u = 0; u < kPacksInFlight; ++u) {
+        pa[u] = reinterpret_cast<const Pack<A, W>*>(a)[v + u * stride];
+        pb[u] = reinterpret_cast<const Pack<B, W>*>(b)[v + u * stride];
+      }
+#pragma unroll
+      for (int u = 0; u < kPacksInFlight; ++u) {
+        Pack<Out, W> out;
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+          out.v[j] = convert<Out>(op(load(pa[u].v[j]), load(pb[u].v[j])));
+        }
+        reinterpret_cast<Pack<Out, W>*>(y)[v + u * stride] = out;
+      }
+    }
+    for (; v < packs; v += stride) {
       const Pack<A, W> pa = reinterpret_cast<const Pack<A, W>*>(a)[v];
       const Pack<B, W> pb = reinterpret_cast<const Pack<B, W>*>(b)[v];
       Pack<Out, W> out;

@@ -18,6 +18,11 @@
 //     on the same GPU (not in this process).
 //   kiln::empty + release of a 1 MiB tensor vs cudaMalloc + cudaFree (host time per
 //     pair; nothing is enqueued, so neither side waits for the device).
+//   Reductions of 2^24 float32 (sum, mean, var, max, argmax and the 2-norm, the last
+//     composed as (x*x).sum().sqrt(): Kiln has no norm op), the convolutions' bias
+//     gradients (g.sum({0, 2, 3}) of the two layers' output gradients) and Kiln's
+//     copy_ of 2^26 float32 (vs BM_CudaCopy/two_streams): the Kiln side of
+//     bench/gpu_same_run.sh, which times the same workloads in PyTorch (issue 22).
 //
 // Timing: GPU work is asynchronous, so each measured iteration enqueues kBatch
 // repetitions and then waits for the device (kiln::synchronize, or
@@ -121,7 +126,9 @@ void fail_on(cudnnStatus_t status, const char* what) {
 #define CHECK_CALL(expr) fail_on((expr), #expr)
 
 // Runs `enqueue` kWarmup times, then per iteration kBatch times followed by `wait`,
-// reporting the wall time per repetition.
+// reporting the wall time per repetition. Google Benchmark divides a rate counter by
+// the summed manual time, so counters count one repetition per iteration (counting
+// kBatch made every rate kBatch times too high).
 void time_batches(benchmark::State& state, const std::function<void()>& enqueue,
                   const std::function<void()>& wait) {
   for (int i = 0; i < kWarmup; ++i) enqueue();
@@ -133,7 +140,7 @@ void time_batches(benchmark::State& state, const std::function<void()>& enqueue,
     const std::chrono::duration<double> elapsed = Clock::now() - start;
     state.SetIterationTime(elapsed.count() / kBatch);
   }
-  state.SetItemsProcessed(state.iterations() * kBatch);
+  state.SetItemsProcessed(state.iterations());
 }
 
 void wait_kiln() { kiln::synchronize(gpu()); }
@@ -144,7 +151,7 @@ struct DeviceBuffer {
   void* data = nullptr;
   DeviceBuffer(size_t count, bool bf16) {
     std::mt19937 rng(1);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::normal_distribution<float> dist(0.0f, 1.0f);  // as BM_KilnGemm's and PyTorch's
     const size_t bytes = count * (bf16 ? 2 : 4);
     std::vector<unsigned char> host(bytes);
     for (size_t i = 0; i < count; ++i) {
@@ -180,16 +187,17 @@ constexpr int64_t kGemmN = 4096;
 
 void gemm_flops(benchmark::State& state) {
   const double n = static_cast<double>(kGemmN);
-  state.counters["TFLOP/s"] = benchmark::Counter(
-      2.0 * n * n * n * 1e-12 * double(state.iterations()) * kBatch, benchmark::Counter::kIsRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * n * n * n * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void BM_KilnGemm(benchmark::State& state, GemmKind kind) {
   if (skip(state)) return;
   const kiln::DType dtype = kind == kBf16 ? kiln::bfloat16 : kiln::float32;
   const kiln::TensorOptions options = kiln::TensorOptions().dtype(dtype).device(gpu());
-  auto a = kiln::rand({kGemmN, kGemmN}, options) - 0.5;
-  auto b = kiln::rand({kGemmN, kGemmN}, options) - 0.5;
+  // Normal inputs, as PyTorch's reference (bench/torch_reference.py) uses.
+  auto a = kiln::randn({kGemmN, kGemmN}, options);
+  auto b = kiln::randn({kGemmN, kGemmN}, options);
   const std::string previous = kiln::get_matmul_precision();
   kiln::set_matmul_precision(kind == kTf32 ? "high" : "highest");
   time_batches(
@@ -434,7 +442,7 @@ void BM_KilnElementwise(benchmark::State& state, ElementwiseOp op) {
       },
       wait_kiln);
   const int64_t streams = op == kRelu ? 2 : 3;
-  state.SetBytesProcessed(state.iterations() * kBatch * streams * kElementwiseN * 4);
+  state.SetBytesProcessed(state.iterations() * streams * kElementwiseN * 4);
 }
 
 // cudaMemcpy device-to-device of `floats` float32: reads and writes 2·4·floats bytes.
@@ -451,7 +459,7 @@ void BM_CudaCopy(benchmark::State& state, int64_t floats) {
       state,
       [&] { CHECK_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream.s)); },
       [&] { stream.wait(); });
-  state.SetBytesProcessed(state.iterations() * kBatch * 2 * static_cast<int64_t>(bytes));
+  state.SetBytesProcessed(state.iterations() * 2 * static_cast<int64_t>(bytes));
   cudaFree(dst);
   cudaFree(src);
 }
@@ -476,6 +484,85 @@ RegisterRatio mul_bw("cuda mul 2^26 float32, fraction of copy bandwidth",
 RegisterRatio relu_bw("cuda relu 2^26 float32, fraction of copy bandwidth",
                       "BM_KilnElementwise/relu/manual_time", "BM_CudaCopy/two_streams/manual_time",
                       0.85);
+
+// ---- reductions, bias gradients and copy_ (the Kiln side of bench/gpu_same_run.sh) -----------
+
+constexpr int64_t kReduceN = int64_t{1} << 24;
+
+enum ReduceOp { kSum = 0, kMean = 1, kVar = 2, kMax = 3, kArgmax = 4, kNorm = 5 };
+
+kiln::Tensor reduce(const kiln::Tensor& x, ReduceOp op) {
+  switch (op) {
+    case kSum:
+      return x.sum();
+    case kMean:
+      return x.mean();
+    case kVar:
+      return x.var();
+    case kMax:
+      return x.max();
+    case kArgmax:
+      return x.argmax();
+    case kNorm:
+      break;
+  }
+  return (x * x).sum().sqrt();
+}
+
+// One reduction of 2^24 float32 to a 0-d tensor; bytes counted as the input read once
+// (the least any implementation moves; var's two passes read it twice).
+void BM_KilnReduce(benchmark::State& state, ReduceOp op) {
+  if (skip(state)) return;
+  auto x = kiln::randn({kReduceN}, kiln::TensorOptions().device(gpu()));
+  time_batches(
+      state,
+      [&] {
+        kiln::Tensor y = reduce(x, op);
+        benchmark::DoNotOptimize(y);
+      },
+      wait_kiln);
+  state.SetBytesProcessed(state.iterations() * kReduceN * 4);
+}
+
+// A convolution's bias gradient: its output gradient summed over N, H and W, as
+// conv2d's backward computes it.
+void BM_KilnBiasGrad(benchmark::State& state, ConvLayer layer) {
+  if (skip(state)) return;
+  auto grad =
+      kiln::randn({layer.n, layer.o, layer.hw, layer.hw}, kiln::TensorOptions().device(gpu()));
+  time_batches(
+      state,
+      [&] {
+        auto gb = grad.sum({0, 2, 3});
+        benchmark::DoNotOptimize(gb);
+      },
+      wait_kiln);
+  state.SetBytesProcessed(state.iterations() * grad.numel() * 4);
+}
+
+// dst.copy_(src) of 2^26 float32 on the device: Kiln's own copy beside BM_CudaCopy's.
+void BM_KilnCopy(benchmark::State& state) {
+  if (skip(state)) return;
+  const kiln::TensorOptions options = kiln::TensorOptions().device(gpu());
+  auto src = kiln::randn({kElementwiseN}, options);
+  auto dst = kiln::empty({kElementwiseN}, options);
+  time_batches(
+      state, [&] { dst.copy_(src); }, wait_kiln);
+  state.SetBytesProcessed(state.iterations() * 2 * kElementwiseN * 4);
+}
+
+BENCHMARK_CAPTURE(BM_KilnReduce, sum, kSum)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KilnReduce, mean, kMean)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KilnReduce, var, kVar)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KilnReduce, max, kMax)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KilnReduce, argmax, kArgmax)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KilnReduce, norm, kNorm)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KilnBiasGrad, conv1, kConv1)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KilnBiasGrad, conv2, kConv2)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_KilnCopy)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+RegisterRatio copy_bw("cuda copy_ 2^26 float32, fraction of cudaMemcpy bandwidth",
+                      "BM_KilnCopy/manual_time", "BM_CudaCopy/two_streams/manual_time", 0.85);
 
 // ---- the CNN training step ---------------------------------------------------------------------
 
@@ -502,8 +589,8 @@ void BM_KilnCudaCnnStep(benchmark::State& state) {
         benchmark::DoNotOptimize(loss);
       },
       wait_kiln);
-  state.counters["samples/s"] = benchmark::Counter(
-      static_cast<double>(state.iterations() * kBatch * n), benchmark::Counter::kIsRate);
+  state.counters["samples/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * n), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_KilnCudaCnnStep)->Arg(256)->UseManualTime()->Unit(benchmark::kMillisecond);
 

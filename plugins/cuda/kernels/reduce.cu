@@ -3,11 +3,12 @@
 // Accumulators (OPS.md): float32/float64 sums in float64, half types in float32,
 // integers in 64 bits (wrapping, through unsigned arithmetic).
 //
-// Determinism: every result depends on the shape only, never on timing. No floating-
+// Determinism: every result depends on the shape, the strides and where x starts
+// within 16 bytes (which decides the packed loads), never on timing. No floating-
 // point atomics: each output's elements are split into `slices` (a function of the
 // shape) that are reduced in a fixed order, within a block by a fixed tree, and the
 // slices' partial results are merged in a fixed order by a second kernel. The same
-// sum twice gives the same bits.
+// sum twice gives the same bits; a view one element off may differ in the last bits.
 //
 // Layouts, after the CPU plugin's reduce engine (x's dims are split into kept dims,
 // in y's order, and reduced dims; each group is coalesced):
@@ -151,7 +152,7 @@ struct VarPolicy {
   int64_t correction;
   __device__ static Real m2_of(const Acc& a) {
     const Real m2 = a.s2 - a.s1 * a.s1 / static_cast<Real>(a.count);
-    return m2 > Real(0) ? m2 : Real(0);  // rounding can leave -0.000…1; NaN stays NaN
+    return m2 < Real(0) ? Real(0) : m2;  // rounding can leave -0.000…1; NaN stays NaN
   }
   __device__ Acc init(int64_t) const { return {0, Real(0), Real(0), Real(0)}; }
   __device__ void step(Acc& acc, compute_t<T> x, int64_t) const {
@@ -249,7 +250,7 @@ struct ArgPolicy {
 // for every element. The walks below keep several loads in flight per thread (16-byte
 // packs where the slice is contiguous) and divide only when a run of the innermost
 // reduced dim ends. Each thread still steps through its elements in increasing index
-// order, so the result is a function of the shape alone, as before.
+// order, so the result does not depend on timing, as before.
 
 /// Loads in flight per thread in the walks below.
 inline constexpr int kUnroll = 4;
@@ -466,7 +467,7 @@ __global__ void __launch_bounds__(kThreads)
 // when there are more than 32 slices): lane l takes slices l, l + G, ... in order,
 // then a fixed tree over the lanes that had any. The loads of the partials are in
 // flight together (one thread merging 25 slices in a row took 4.4 µs on an H200), and
-// the result still depends on the shape alone.
+// the result still does not depend on timing.
 template <class P, int G>
 __global__ void __launch_bounds__(kThreads)
     reduce_merge_kernel(const typename P::Acc* partial, int64_t slices, int64_t outputs, int64_t n,

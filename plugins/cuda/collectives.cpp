@@ -30,11 +30,6 @@ using Clock = NcclComm::Clock;
 static_assert(sizeof(kiln_comm_id) >= sizeof(ncclUniqueId),
               "an NCCL unique id must fit in a kiln_comm_id");
 
-Clock::time_point deadline_after(double seconds) {
-  return Clock::now() +
-         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-}
-
 void check_timeout(double timeout_seconds) {
   KILN_SDK_CHECK(timeout_seconds > 0 && std::isfinite(timeout_seconds),
                  KILN_STATUS_INVALID_ARGUMENT,

@@ -1,6 +1,9 @@
 #include "nccl_comm.h"
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <thread>
 #include <utility>
 
@@ -14,11 +17,6 @@ namespace {
 
 using Clock = NcclComm::Clock;
 
-Clock::time_point deadline_after(double seconds) {
-  return Clock::now() +
-         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-}
-
 // Polling backs off from spinning to 1 ms: an enqueue usually finishes at once, a
 // connection set-up or a slow peer takes milliseconds or more.
 void back_off(int attempt) {
@@ -29,6 +27,12 @@ void back_off(int attempt) {
 }
 
 }  // namespace
+
+Clock::time_point deadline_after(double seconds) {
+  constexpr double kMaxSeconds = 1e7;
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(std::min(seconds, kMaxSeconds)));
+}
 
 std::string nccl_message(ncclResult_t result, const char* what, ncclComm_t comm) {
   const char* last = ncclGetLastError(comm);
@@ -113,13 +117,16 @@ void GroupInfo::abort_all(kiln_status_code code, const std::string& reason) {
 // -- the watchdog ------------------------------------------------------------------------
 
 // Follows every enqueued collective until its end event completes or its communicator
-// is aborted. One thread for the process, started with the first collective and never
-// stopped (the plugin is never unloaded); it sleeps while nothing is in flight.
+// is aborted. One thread for the process, started with the first collective (the
+// plugin is never unloaded); it sleeps while nothing is in flight, and stops polling at
+// exit (an atexit handler, registered after the CUDA runtime's own and so run before
+// it), so that it never calls into a runtime being torn down.
 class Watchdog {
  public:
   static Watchdog& get() {
     static Watchdog* const instance = [] {
       auto* w = new Watchdog();
+      std::atexit([] { stopping().store(true, std::memory_order_release); });
       std::thread([w] { w->run(); }).detach();
       return w;
     }();
@@ -147,10 +154,15 @@ class Watchdog {
  private:
   static constexpr auto kPollInterval = std::chrono::milliseconds(2);
 
+  static std::atomic<bool>& stopping() {
+    static std::atomic<bool> flag{false};
+    return flag;
+  }
+
   void run() {
     std::vector<Entry> work;
     std::vector<Entry> kept;
-    for (;;) {
+    while (!stopping().load(std::memory_order_acquire)) {
       {
         std::unique_lock lock(mutex_);
         if (!kept.empty()) {
@@ -201,15 +213,22 @@ class Watchdog {
         release(e);
         return true;
       }
+      // Composing a message allocates: out of memory there still aborts, unexplained.
       if (const ncclResult_t async = comm.async_error();
           async != ncclSuccess && async != ncclInProgress) {
-        comm.abort(
-            KILN_STATUS_DEVICE_ERROR,
-            nccl_message(async, sdk::str_cat(e.name, " on ", comm.label()).c_str(), nullptr));
+        std::string reason;
+        try {
+          reason = nccl_message(async, sdk::str_cat(e.name, " on ", comm.label()).c_str(), nullptr);
+        } catch (...) {
+        }
+        comm.abort(KILN_STATUS_DEVICE_ERROR, reason);
       } else if (e.started && Clock::now() > e.deadline) {
-        const std::string reason =
-            sdk::str_cat(e.name, " on ", comm.label(), " did not complete within ",
-                         comm.timeout_seconds(), " s: ", comm.who_is_missing(e.position));
+        std::string reason;
+        try {
+          reason = sdk::str_cat(e.name, " on ", comm.label(), " did not complete within ",
+                                comm.timeout_seconds(), " s: ", comm.who_is_missing(e.position));
+        } catch (...) {
+        }
         comm.abort(KILN_STATUS_DEVICE_ERROR, reason);
         if (comm.group_) comm.group_->abort_all(KILN_STATUS_DEVICE_ERROR, reason);
       } else {
@@ -242,12 +261,25 @@ NcclComm::NcclComm(Device& device, int rank, int size, double timeout_seconds,
   }
 }
 
+// Only where destroy() never ran (a communicator leaked to exit) is there anything left.
 NcclComm::~NcclComm() {
-  if (comm_ != nullptr) {
+  if (comm_ == nullptr && barrier_word_ == nullptr) return;
+  try {
     device_.make_current();
-    ncclCommAbort(comm_);  // only when destroy() never ran: nothing may use it any more
+  } catch (...) {
   }
+  if (comm_ != nullptr) ncclCommAbort(comm_);  // nothing may use it any more
   if (barrier_word_ != nullptr) cudaFree(barrier_word_);
+}
+
+void NcclComm::free_barrier_word() noexcept {
+  if (barrier_word_ == nullptr) return;
+  try {
+    device_.make_current();
+  } catch (...) {
+  }
+  cudaFree(barrier_word_);
+  barrier_word_ = nullptr;
 }
 
 std::string NcclComm::label() const {
@@ -395,6 +427,12 @@ void NcclComm::enqueue(const CollectiveCall& call, cudaStream_t stream,
   EventPool& events = device_.events();
   cudaEvent_t start = events.get();
   cudaEvent_t end = nullptr;
+  // Counted in flight before NCCL enqueues it: an abort from another thread from then
+  // on posts the deferred error that reports the collective's undefined output.
+  {
+    std::lock_guard lock(mutex_);
+    ++in_flight_;
+  }
   try {
     end = events.get();
     device_.record_cuda_event(start, stream, call.name);
@@ -402,13 +440,13 @@ void NcclComm::enqueue(const CollectiveCall& call, cudaStream_t stream,
     device_.note_op(call.name);
     device_.record_cuda_event(end, stream, call.name);
   } catch (...) {
+    {
+      std::lock_guard lock(mutex_);
+      --in_flight_;
+    }
     events.put(start);
     events.put(end);
     throw;
-  }
-  {
-    std::lock_guard lock(mutex_);
-    ++in_flight_;
   }
   Watchdog::get().add({shared_from_this(), call.name, position, start, end});
 }
@@ -425,16 +463,23 @@ void NcclComm::barrier(cudaStream_t stream) {
     device_.count_host_wait();
     // Polled rather than waited for: the watchdog aborts the collective on the timeout,
     // and the wait must end then too.
-    for (int attempt = 0; !device_.event_done(done); ++attempt) {
+    // An abort posted a deferred error to the device: thrown here, once (not again
+    // at the device's next synchronization).
+    auto fail_if_aborted = [&] {
+      if (!aborted()) return;
+      device_.raise_deferred_error("at barrier");
       throw_if_aborted("barrier");
+    };
+    for (int attempt = 0; !device_.event_done(done); ++attempt) {
+      fail_if_aborted();
       back_off(attempt);
     }
+    fail_if_aborted();
   } catch (...) {
     device_.events().put(done);
     throw;
   }
   device_.events().put(done);
-  throw_if_aborted("barrier");
   device_.raise_deferred_error("at barrier");
 }
 
@@ -455,15 +500,29 @@ void NcclComm::destroy() {
     }
     back_off(attempt);
   }
+  // The barrier's word is freed here, on the caller's thread: cudaFree may wait for the
+  // device, which the watchdog (where the last reference may drop) must never do.
+  bool gone = false;
   {
     std::lock_guard lock(mutex_);
-    if (comm_ == nullptr) return;  // aborted: NCCL's communicator is already gone
+    gone = comm_ == nullptr;  // aborted: NCCL's communicator is already gone
+  }
+  if (gone) {
+    free_barrier_word();  // outside the lock: the watchdog takes it to release entries
+    return;
   }
   device_.make_current();
   nccl_call("ncclCommFinalize", deadline, [](ncclComm_t comm) { return ncclCommFinalize(comm); });
-  std::lock_guard lock(mutex_);
-  const ncclResult_t result = ncclCommDestroy(comm_);
-  comm_ = nullptr;
+  ncclResult_t result = ncclSuccess;
+  {
+    std::lock_guard lock(mutex_);
+    if (comm_ != nullptr) {  // else an abort came in between: its reason is the error
+      result = ncclCommDestroy(comm_);
+      comm_ = nullptr;
+    }
+  }
+  free_barrier_word();
+  throw_if_aborted("comm_destroy");
   KILN_SDK_CHECK(
       result == ncclSuccess, KILN_STATUS_DEVICE_ERROR,
       nccl_message(result, sdk::str_cat("ncclCommDestroy on ", label()).c_str(), nullptr));
@@ -492,10 +551,14 @@ void NcclComm::abort(kiln_status_code code, const std::string& reason) noexcept 
     // output, which the deferred error below reports).
     ncclCommAbort(doomed);
   }
-  if (in_flight)
-    device_.post_deferred_error(code, reason +
-                                          "; the collective's output is undefined and its "
-                                          "communicator was aborted");
+  if (in_flight) {
+    std::string message;
+    try {
+      message = reason + "; the collective's output is undefined and its communicator was aborted";
+    } catch (...) {
+    }
+    device_.post_deferred_error(code, message);
+  }
 }
 
 }  // namespace kiln::cuda

@@ -7,7 +7,7 @@
 // communicator's timeout passes; then the communicator is aborted (ncclCommAbort).
 //
 // Collectives run on the caller's stream and the call returns once they are enqueued.
-// A watchdog thread (one per process, started with the first communicator) then
+// A watchdog thread (one per process, started with the first collective) then
 // follows each one through two events around it: the timeout counts from the moment
 // the GPU reaches the collective (the start event), so long work queued before it is
 // not mistaken for a missing peer. When the end event has not completed within the
@@ -46,6 +46,10 @@
 namespace kiln::cuda {
 
 class Device;
+/// now + `seconds`, at most about 115 days ahead (a huge timeout must not overflow
+/// the clock's range and land in the past).
+std::chrono::steady_clock::time_point deadline_after(double seconds);
+
 class NcclComm;
 
 /// What every rank of a collective must agree on.
@@ -116,7 +120,8 @@ class NcclComm : public std::enable_shared_from_this<NcclComm> {
                const std::function<ncclResult_t(ncclComm_t)>& launch);
 
   /// Enqueues a one-element all-reduce on `stream` and waits on the host for it (the
-  /// ABI's barrier), up to the timeout.
+  /// ABI's barrier). The wait ends when the all-reduce completes or the watchdog aborts
+  /// it (the timeout, counted from when the GPU reaches it).
   void barrier(cudaStream_t stream);
 
   /// Waits for the work enqueued so far (up to the timeout: then aborts), and releases
@@ -143,7 +148,12 @@ class NcclComm : public std::enable_shared_from_this<NcclComm> {
   std::string who_is_missing(uint64_t position) const;
 
  private:
+  bool aborted() const {
+    std::lock_guard lock(mutex_);
+    return aborted_;
+  }
   void throw_if_aborted(const char* what) const;
+  void free_barrier_word() noexcept;
   // Runs `call` (one NCCL function on comm_) under the mutex, then polls while NCCL
   // says it is in progress; throws naming `what` (aborting first on the deadline).
   void nccl_call(const char* what, Clock::time_point deadline,

@@ -510,7 +510,7 @@ kiln::Tensor reduce(const kiln::Tensor& x, ReduceOp op) {
 }
 
 // One reduction of 2^24 float32 to a 0-d tensor; bytes counted as the input read once
-// (the least any implementation moves; var's two passes read it twice).
+// (the least any implementation moves).
 void BM_KilnReduce(benchmark::State& state, ReduceOp op) {
   if (skip(state)) return;
   auto x = kiln::randn({kReduceN}, kiln::TensorOptions().device(gpu()));

@@ -180,8 +180,8 @@ class AsyncAllocator final : public Allocator {
     if (status == cudaErrorMemoryAllocation) {
       cudaGetLastError();
       // A failed request can leave the pool holding what it reserved on the way (seen
-      // on an H200: 139 GiB reserved after a failed 140 GiB request): give it back, so
-      // out of memory leaves the device as the request found it.
+      // on an H200: 139 GiB reserved after a failed 140 GiB request): trim the pool
+      // again (a device wait; it also returns whatever else the pool held free).
       trim();
       throw_out_of_memory(device_, name(), bytes, counters_.in_use, reserved());
     }

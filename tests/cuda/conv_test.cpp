@@ -57,7 +57,7 @@ TEST(CudaConv, FirstLayerGradientsMatchTheCpuAndRepeatBitForBit) {
       {256, 1, 32, 28, 3, 1, 1, 1, 1, float32},  // kiln-train's first layer
       {7, 3, 16, 19, 3, 2, 0, 1, 1, float32},    // RGB, stride 2, no padding
       {5, 1, 8, 13, 5, 1, 2, 2, 1, float64},     // 5×5, dilation 2
-      {4, 6, 8, 11, 3, 1, 1, 1, 2, float32},     // two groups of 3 channels
+      {4, 6, 8, 11, 3, 1, 1, 1, 2, float32},     // two groups of 3 channels: cuDNN's path
       {3, 3, 200, 9, 3, 1, 1, 1, 1, float32},    // many outputs: cuDNN's path
       {2, 2, 4, 8, 3, 1, 1, 1, 1, float64},      // 2 channels: cuDNN's path
   };

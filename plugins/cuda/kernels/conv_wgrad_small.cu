@@ -16,10 +16,11 @@
 //
 // It applies only where it wins: x small enough to stay in L2 while every output
 // channel's blocks read it (kMaxInputBytes), few output channels, C·K·K <= 27 sums per
-// thread. Everything else goes to cuDNN (conv.cu).
+// thread, no groups. Everything else goes to cuDNN (conv.cu).
 #include "kernels/conv_wgrad_small.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "dnn_util.cuh"
 
@@ -167,7 +168,12 @@ bool launch_for_shape(const WgradShape& s, int64_t cg, int64_t k, const Tensor& 
 bool small_filter_weight_grad(const sdk::ConvGeometry& g, const Tensor& grad_y, const Tensor& x,
                               const Tensor& grad_w, const Launch& l) {
   const bool float_type = x.dtype == KILN_DTYPE_FLOAT32 || x.dtype == KILN_DTYPE_FLOAT64;
-  if (!float_type || g.kh != g.kw || g.o > kMaxOutputChannels ||
+  const int64_t positions = g.n * g.ho * g.wo;
+  // Groups (depthwise convolutions) were never measured; output planes of fewer than 64
+  // positions would make each step's (n, position) update loop; positions near INT_MAX
+  // would overflow the kernel's 32-bit index arithmetic.
+  if (!float_type || g.groups != 1 || g.kh != g.kw || g.o > kMaxOutputChannels ||
+      g.ho * g.wo < 64 || positions > std::numeric_limits<int32_t>::max() / 2 ||
       x.numel() * static_cast<int64_t>(x.itemsize) > kMaxInputBytes) {
     return false;
   }
@@ -185,7 +191,6 @@ bool small_filter_weight_grad(const sdk::ConvGeometry& g, const Tensor& grad_y, 
   s.pad_w = static_cast<int32_t>(g.pad_w);
   s.dil_h = static_cast<int32_t>(g.dil_h);
   s.dil_w = static_cast<int32_t>(g.dil_w);
-  const int64_t positions = g.n * g.ho * g.wo;  // <= grad_y's elements <= INT_MAX
   s.positions = static_cast<int32_t>(positions);
   // Slices from the shape alone: about 8192 positions each, up to ~1024 blocks in all.
   const int64_t slices =

@@ -1,5 +1,5 @@
 // conv_wgrad_small.cu: kiln.conv2d_backward_weight without cuDNN for a network's first
-// layer (1 or 3 input channels per group, 3×3, or 1 channel 5×5; float32/float64).
+// layer (1 or 3 input channels, 3×3, or 1 channel 5×5, no groups; float32/float64).
 #ifndef KILN_CUDA_KERNELS_CONV_WGRAD_SMALL_H
 #define KILN_CUDA_KERNELS_CONV_WGRAD_SMALL_H
 

@@ -3,11 +3,13 @@
 // removes those of dead processes before making its own, so at most the last victim's
 // remains, and a save made after the kills leaves none.
 #include <kiln/io/safetensors.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <random>
 #include <thread>
@@ -24,6 +26,35 @@ int temporaries(const TempDir& dir) {
   int n = 0;
   for (const std::string& name : dir.entries()) n += name.rfind(".ckpt.safetensors.tmp-", 0) == 0;
   return n;
+}
+
+// Starts kiln_save_loop with its stdout on a pipe and returns 0 once it printed "ready"
+// (Kiln loaded: the kill's random delay counts from there, not from a start that a
+// sanitizer build on a busy machine makes slow), else an errno or -1 (EOF, 60 s).
+int spawn_and_wait_until_ready(const std::string& program, char** argv, pid_t& child) {
+  int fds[2];
+  if (::pipe(fds) != 0) return errno;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  const int spawned = ::posix_spawn(&child, program.c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  int result = spawned;
+  if (spawned == 0) {
+    pollfd wait_for{fds[0], POLLIN, 0};
+    char c = 0;
+    result = -1;
+    while (::poll(&wait_for, 1, 60000) == 1 && ::read(fds[0], &c, 1) == 1) {
+      if (c == '\n') {
+        result = 0;
+        break;
+      }
+    }
+  }
+  ::close(fds[0]);  // the loop's later output (none) has nowhere to go but a closed pipe
+  return result;
 }
 
 // The file is one whole save: every element of both tensors equals its iteration.
@@ -49,8 +80,8 @@ TEST(KillDuringSave, CheckpointStaysWholeAndTemporariesDoNotPileUp) {
     const std::string program = KILN_TEST_SAVE_LOOP, target = path.string();
     char* argv[] = {const_cast<char*>(program.c_str()), const_cast<char*>(target.c_str()), nullptr};
     pid_t child = 0;
-    ASSERT_EQ(::posix_spawn(&child, program.c_str(), nullptr, nullptr, argv, environ), 0)
-        << program;
+    const int ready = spawn_and_wait_until_ready(program, argv, child);
+    ASSERT_EQ(ready, 0) << program << " did not start: " << ready;
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(random)));
     ASSERT_EQ(::kill(child, SIGKILL), 0);
     int status = 0;

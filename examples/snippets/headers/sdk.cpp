@@ -3,6 +3,7 @@
 // is not found here line for line. Each sits in a function (or namespace) of its own,
 // its parameters standing for what the surrounding program would have. Compiled only,
 // never run (an object library): several expect devices or files a test machine lacks.
+#include <kiln/base/table_entries.h>
 #include <kiln/sdk/catalogue.h>
 #include <kiln/sdk/dtype_dispatch.h>
 #include <kiln/sdk/half.h>
@@ -10,7 +11,6 @@
 #include <kiln/sdk/philox.h>
 #include <kiln/sdk/plugin.h>
 #include <kiln/sdk/status.h>
-#include <kiln/sdk/table_entries.h>
 #include <kiln/sdk/versioned.h>
 
 #include <string>
@@ -96,13 +96,13 @@ void example(int64_t n) {
 }
 }  // namespace sdk_status_2
 
-// kiln/sdk/table_entries.h
-namespace sdk_table_entries_1 {
+// kiln/base/table_entries.h
+namespace base_table_entries_1 {
 void example(const kiln_plugin_api* api, void (*fail)(const std::string&)) {
-  const kiln::sdk::TableDefects defects = kiln::sdk::plugin_table_defects(*api);
+  const kiln::base::TableDefects defects = kiln::base::plugin_table_defects(*api);
   if (!defects.empty()) fail(defects.describe());
 }
-}  // namespace sdk_table_entries_1
+}  // namespace base_table_entries_1
 
 // kiln/sdk/versioned.h
 namespace sdk_versioned_1 {

@@ -1,7 +1,7 @@
 // The loader's checks of a plugin's tables and entry symbol (see plugin_table.h).
 #include "runtime/plugin_table.h"
 
-#include <kiln/sdk/table_entries.h>
+#include <kiln/base/table_entries.h>
 
 #include <cstddef>
 #include <cstring>
@@ -39,7 +39,7 @@ std::string validate_plugin_table(const kiln_plugin_api* api, std::string_view e
   if (expected_name != api->name)
     return concat("the file is named for '", expected_name, "' but the plugin calls itself '",
                   api->name, "'");
-  const kiln::sdk::TableDefects defects = kiln::sdk::plugin_table_defects(*api);
+  const kiln::base::TableDefects defects = kiln::base::plugin_table_defects(*api);
   if (!defects.empty()) return concat("incomplete plugin table: ", defects.describe());
   return "";
 }
@@ -49,7 +49,7 @@ std::string validate_collectives_table(const kiln_collectives_api* table) {
   if (table->struct_size < KILN_COLLECTIVES_API_SIZE_1_1)
     return concat("its collectives table is too small (", table->struct_size,
                   " bytes, ABI 1.1 has ", KILN_COLLECTIVES_API_SIZE_1_1, ")");
-  const kiln::sdk::TableDefects defects = kiln::sdk::collectives_table_defects(*table);
+  const kiln::base::TableDefects defects = kiln::base::collectives_table_defects(*table);
   if (!defects.empty()) return concat("its collectives table is incomplete: ", defects.describe());
   return "";
 }

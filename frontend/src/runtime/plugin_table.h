@@ -1,7 +1,7 @@
 #pragma once
 // What the loader checks of a plugin before it trusts it: the table kiln_plugin_init
 // handed out and the collectives extension table (the entry symbol's absence is
-// explained by kiln::sdk::missing_entry_reason, kiln/sdk/elf_symbols.h). Pure functions of their
+// explained by kiln::base::missing_entry_reason, kiln/base/elf_symbols.h). Pure functions of their
 // arguments (no registry, no logging), so that the loader, kiln-info and the plugin-table fuzzer
 // (tests/fuzz) all run the same code.
 

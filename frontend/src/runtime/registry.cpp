@@ -9,7 +9,7 @@
 #define BOOST_DLL_USE_STD_FS
 #include <dlfcn.h>
 
-#include <kiln/sdk/elf_symbols.h>
+#include <kiln/base/elf_symbols.h>
 #include <algorithm>
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
@@ -211,7 +211,7 @@ std::string Registry::load_plugin(const fs::path& path) {
   }
   libraries_.push_back(std::move(library));
   boost::dll::shared_library* lib = libraries_.back().get();
-  if (!lib->has(KILN_PLUGIN_ENTRY_SYMBOL)) return kiln::sdk::missing_entry_reason(path.string());
+  if (!lib->has(KILN_PLUGIN_ENTRY_SYMBOL)) return kiln::base::missing_entry_reason(path.string());
   auto init = lib->get<kiln_status*(const kiln_host_api*, const kiln_plugin_api**)>(
       KILN_PLUGIN_ENTRY_SYMBOL);
 

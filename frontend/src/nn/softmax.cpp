@@ -1,0 +1,45 @@
+// softmax and log_softmax along one dimension, with their gradients.
+
+#include "autograd/record.h"
+#include "kiln/autograd.h"
+#include "kiln/nn/functional.h"
+#include "kiln/ops.h"
+#include "ops/common.h"
+
+namespace kiln::nn::functional {
+
+using detail::OpId;
+namespace ag = detail::autograd_impl;
+using Grads = std::vector<Tensor>;
+using Saved = std::vector<Tensor>;
+
+namespace {
+Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
+  const char* name = log ? "log_softmax" : "softmax";
+  detail::impl_of(x, name);
+  KILN_CHECK(is_floating(x.dtype()), name, ": expected a floating-point input, got ", x.dtype());
+  int64_t d = detail::wrap_dim(dim, x.dim(), name);
+  Tensor xc = x.contiguous();
+  Tensor y = empty_like(xc);
+  if (x.numel() == 0) return y;
+  if (x.dim() == 0) return log ? zeros_like(xc) : ones_like(xc);
+  detail::dispatch(log ? OpId::log_softmax : OpId::softmax, {xc.impl().get()}, {y.impl().get()},
+                   {detail::int_attr("dim", d)});
+  if (ag::needs_grad({&x}))
+    ag::record(log ? "LogSoftmaxBackward" : "SoftmaxBackward", y, {&x}, {y},
+               [d, log](const Saved& s, const Tensor& g) -> Grads {
+                 Tensor gc = g.contiguous();
+                 Tensor dx = empty_like(s[0]);
+                 detail::dispatch(log ? OpId::log_softmax_backward : OpId::softmax_backward,
+                                  {gc.impl().get(), s[0].impl().get()}, {dx.impl().get()},
+                                  {detail::int_attr("dim", d)});
+                 return {dx};
+               });
+  return y;
+}
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, false); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl(x, dim, true); }
+
+}  // namespace kiln::nn::functional

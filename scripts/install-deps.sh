@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
+  python3                  # cmake/opgen.py generates the op code from api/ops.json
   libopenblas-dev          # GEMM for the CPU plugin
   libboost-dev             # Boost.DLL (plugin loading), small_vector
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "kiln/testing/pointwise_ops.h"
 #include "op_suite.h"
 
 namespace kiln::conformance {
@@ -261,15 +262,38 @@ void unary(std::vector<OpSuite>& suites, const std::string& op, Unary f,
                     }});
 }
 
-void binary(std::vector<OpSuite>& suites, const std::string& op, Binary f,
-            const std::vector<DType>& dtypes, Domain da, Domain db) {
-  suites.push_back({op, [=] { return binary_cases(f, dtypes, da, db, true); }});
+// The dtypes of a KILN_DTYPES_* mask, in kAll's order.
+std::vector<DType> dtypes_in(uint32_t mask) {
+  std::vector<DType> out;
+  for (DType d : kAll)
+    if ((mask >> static_cast<int>(d)) & 1u) out.push_back(d);
+  return out;
+}
+
+// Known answers for the generated pointwise ops that need more than the float64
+// reference (C library values, edge cases that random inputs never reach).
+std::vector<Case> pointwise_known_answers(const std::string& op) {
+  const double pi = M_PI;
+  if (op == "kiln.erf") {
+    const Operand x = operand_of({7}, DType::Float64, {0, -0.0, 0.5, 1, -2, kInf, -kInf});
+    return {known("float64 [7]", {x}, [](const Operands& in) { return Outputs{erf(in[0])}; },
+                  {{0, -0.0, 0.5204998778130465, 0.8427007929497149, -0.9953222650189527, 1, -1}})};
+  }
+  if (op == "kiln.atan2") {
+    // The four quadrants, the axes and the signed zeros: atan2(±0, −1) = ±π.
+    const Operand a = operand_of({7}, DType::Float64, {1, 1, -1, 0, -0.0, 0, -1});
+    const Operand b = operand_of({7}, DType::Float64, {1, -1, -1, -1, -1, 0, 0});
+    return {known("float64 [7]", {a, b},
+                  [](const Operands& in) { return Outputs{atan2(in[0], in[1])}; },
+                  {{pi / 4, 3 * pi / 4, -3 * pi / 4, pi, -pi, 0, -pi / 2}})};
+  }
+  return {};
 }
 
 }  // namespace
 
 void add_elementwise_suites(std::vector<OpSuite>& suites) {
-  const Domain wide{-3, 3}, positive{0.1, 4};
+  const Domain wide{-3, 3};
   unary(
       suites, "kiln.neg", [](const Tensor& x) { return -x; }, kFloatInt, wide, true, true,
       [] {
@@ -277,28 +301,6 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
             "int32 -INT_MIN wraps", {operand_of({3}, DType::Int32, {kInt32Max, kInt32Min, 7})},
             [](const Operands& x) { return Outputs{-x[0]}; }, {{-kInt32Max, kInt32Min, -7}})};
       });
-  unary(
-      suites, "kiln.abs", [](const Tensor& x) { return x.abs(); }, kFloatInt, wide, true, true);
-  unary(
-      suites, "kiln.sign", [](const Tensor& x) { return x.sign(); }, kFloatInt, wide, false, true);
-  unary(
-      suites, "kiln.exp", [](const Tensor& x) { return x.exp(); }, kFloat, wide, true);
-  unary(
-      suites, "kiln.log", [](const Tensor& x) { return x.log(); }, kFloat, positive, true);
-  unary(
-      suites, "kiln.sqrt", [](const Tensor& x) { return x.sqrt(); }, kFloat, positive, true);
-  unary(
-      suites, "kiln.rsqrt", [](const Tensor& x) { return x.rsqrt(); }, kFloat, positive, true);
-  unary(
-      suites, "kiln.sin", [](const Tensor& x) { return x.sin(); }, kFloat, wide, true);
-  unary(
-      suites, "kiln.cos", [](const Tensor& x) { return x.cos(); }, kFloat, wide, true);
-  unary(
-      suites, "kiln.tanh", [](const Tensor& x) { return x.tanh(); }, kFloat, wide, true);
-  unary(
-      suites, "kiln.sigmoid", [](const Tensor& x) { return x.sigmoid(); }, kFloat, wide, true);
-  unary(
-      suites, "kiln.relu", [](const Tensor& x) { return x.relu(); }, kFloatInt, wide, true, true);
   suites.push_back(
       {"kiln.gelu", [=] {
          auto cases =
@@ -385,8 +387,6 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
                           "div", [](const Tensor& a, const Tensor& b) { return a / b; }, kFloat,
                           wide, {0.5, 2});
                     }});
-  binary(suites, "kiln.pow", [](const Tensor& a, const Tensor& b) { return a.pow(b); }, kFloat,
-         {0.5, 2}, {-2, 2});
   for (const char* op : {"maximum", "minimum"}) {
     const bool max = std::string(op) == "maximum";
     suites.push_back({std::string("kiln.") + op, [=] {
@@ -454,6 +454,30 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
          }
          return cases;
        }});
+  // Every pointwise op generated from the catalogue that has no suite above gets the
+  // generic one from its entry (kiln/testing/pointwise_ops.h): each of its dtypes over
+  // its test domain, gradients where it has them, ±0/±inf/NaN where the entry asks,
+  // and its known answers.
+  for (const testing::PointwiseOp& p : testing::kPointwiseOps) {
+    const bool covered =
+        std::any_of(suites.begin(), suites.end(), [&](const OpSuite& s) { return s.op == p.op; });
+    if (covered) continue;
+    const std::vector<DType> dtypes = dtypes_in(p.dtypes);
+    const Domain da{p.domain[0][0], p.domain[0][1]}, db{p.domain[1][0], p.domain[1][1]};
+    const std::string op = p.op;
+    if (p.unary != nullptr) {
+      unary(suites, op, p.unary, dtypes, da, p.differentiable, p.special,
+            [op] { return pointwise_known_answers(op); });
+    } else {
+      const Binary f = p.binary;
+      const bool grad = p.differentiable;
+      suites.push_back({op, [=] {
+                          std::vector<Case> cases = binary_cases(f, dtypes, da, db, grad);
+                          for (Case& c : pointwise_known_answers(op)) cases.push_back(std::move(c));
+                          return cases;
+                        }});
+    }
+  }
 }
 
 }  // namespace kiln::conformance

@@ -191,6 +191,17 @@ TEST_P(UnaryOps, UnknownGeluApproximationThrows) {
   EXPECT_KILN_ERROR(gelu(x, "fast"), "fast");
 }
 
+// The dispatcher applies the catalogue's dtype rule before it looks for a kernel: a
+// dtype the op does not take is an error naming the op and the dtypes it takes, on
+// every device alike (not "no kernel on <device>"), and the device stays usable.
+TEST_P(UnaryOps, DtypeOutsideTheCatalogueNamesTheAllowedDtypes) {
+  auto u = make({0, 3}, {2}, uint8);
+  EXPECT_KILN_ERROR(relu(u), "kiln.relu", "uint8",
+                    "float32, float64, float16, bfloat16, int32, int64");
+  EXPECT_KILN_ERROR(u.abs(), "kiln.abs", "uint8");
+  EXPECT_EQ(relu(make({-1, 2}, {2}, int32)).to_vector<int32_t>(), (std::vector<int32_t>{0, 2}));
+}
+
 TEST_P(UnaryOps, InputIsNotModified) {
   auto x = make({-1, 4, 9}, {3});
   (void)sqrt(x);

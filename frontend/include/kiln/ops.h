@@ -14,47 +14,19 @@
 #include <string>
 #include <vector>
 
+#include "kiln/pointwise_ops.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
 
-// -- elementwise, unary --------------------------------------------------------------
-Tensor neg(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor sign(const Tensor& x);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);
-Tensor sin(const Tensor& x);
-Tensor cos(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
-Tensor relu(const Tensor& x);
+// -- elementwise ------------------------------------------------------------------------
+// The pointwise ops of api/ops.json (neg, exp, sigmoid, add, pow, maximum, eq, atan2, ...)
+// are declared in kiln/pointwise_ops.h, generated from the catalogue; these take
+// attributes:
 /// approximate: "none" (exact, erf) or "tanh".
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
-Tensor logical_not(const Tensor& x);
 /// At least one bound must be given; NaN stays NaN.
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
-
-// -- elementwise, binary (broadcasting) ----------------------------------------------
-Tensor add(const Tensor& a, const Tensor& b);
-Tensor sub(const Tensor& a, const Tensor& b);
-Tensor mul(const Tensor& a, const Tensor& b);
-/// True division: integer operands give float32.
-Tensor div(const Tensor& a, const Tensor& b);
-Tensor pow(const Tensor& a, const Tensor& b);
-Tensor pow(const Tensor& a, Scalar b);
-Tensor maximum(const Tensor& a, const Tensor& b);
-Tensor minimum(const Tensor& a, const Tensor& b);
-Tensor eq(const Tensor& a, const Tensor& b);
-Tensor ne(const Tensor& a, const Tensor& b);
-Tensor lt(const Tensor& a, const Tensor& b);
-Tensor le(const Tensor& a, const Tensor& b);
-Tensor gt(const Tensor& a, const Tensor& b);
-Tensor ge(const Tensor& a, const Tensor& b);
-Tensor logical_and(const Tensor& a, const Tensor& b);
-Tensor logical_or(const Tensor& a, const Tensor& b);
 /// condition ? a : b, elementwise; `condition` must be bool.
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& condition, const Tensor& a, Scalar b);

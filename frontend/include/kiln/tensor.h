@@ -167,34 +167,14 @@ class Tensor {
   Tensor& copy_(const Tensor& src);
   Tensor& fill_(Scalar value);
   Tensor& zero_() { return fill_(0); }
-  Tensor& add_(const Tensor& other);
-  Tensor& add_(Scalar other);
-  Tensor& sub_(const Tensor& other);
-  Tensor& sub_(Scalar other);
-  Tensor& mul_(const Tensor& other);
-  Tensor& mul_(Scalar other);
-  Tensor& div_(const Tensor& other);
-  Tensor& div_(Scalar other);
 
   // -- elementwise -------------------------------------------------------------------
-  Tensor neg() const;
-  Tensor abs() const;
-  Tensor sign() const;
-  Tensor exp() const;
-  Tensor log() const;
-  Tensor sqrt() const;
-  Tensor rsqrt() const;
-  Tensor sin() const;
-  Tensor cos() const;
-  Tensor tanh() const;
-  Tensor sigmoid() const;
-  Tensor relu() const;
   /// approximate: "none" (erf) or "tanh".
   Tensor gelu(const std::string& approximate = "none") const;
-  Tensor logical_not() const;
-  Tensor pow(const Tensor& exponent) const;
-  Tensor pow(Scalar exponent) const;
   Tensor clamp(std::optional<double> min, std::optional<double> max) const;
+  // The pointwise ops of api/ops.json, generated (cmake/opgen.py): exp(), sigmoid(),
+  // pow(e), maximum(b), atan2(b), ..., and the in-place add_, sub_, mul_, div_.
+#include "kiln/pointwise_methods.h"
 
   // -- reductions (dims may be negative; an empty list reduces every dim) ------------
   Tensor sum(IntArrayRef dims = {}, bool keepdim = false) const;

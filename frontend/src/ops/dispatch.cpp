@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -9,6 +10,7 @@
 
 #include "kiln/error.h"
 #include "kiln/runtime.h"
+#include "op_dtype_rules.h"
 #include "profiler/profiler_hooks.h"
 #include "runtime/log.h"
 #include "runtime/registry.h"
@@ -35,7 +37,62 @@ int32_t op_version(OpId op) {
 
 namespace {
 
+/// The ABI's operand limit (api/OPS.md): at most this many inputs and outputs.
 constexpr size_t kMaxOperands = 8;
+
+// The catalogue's dtype rule of each op (op_dtype_rules.h, generated from api/ops.json):
+// the dtypes the deciding operand may have, its class and the optional ones.
+struct DtypeRule {
+  uint32_t dtypes;
+  bool of_output;
+  uint32_t operand;
+};
+constexpr DtypeRule kDtypeRules[] = {
+#define KILN_OP_DTYPE_RULE(name, allowed, of_output, operand) {allowed, of_output != 0, operand},
+    KILN_OP_DTYPE_RULES(KILN_OP_DTYPE_RULE)
+#undef KILN_OP_DTYPE_RULE
+};
+static_assert(std::size(kDtypeRules) == KILN_OP_CATALOGUE_SIZE);
+
+[[noreturn, gnu::cold]] void throw_dtype_not_allowed(OpId op, const DtypeRule& rule, DType got) {
+  std::string allowed;
+  for (uint32_t d = 0; d < 32; ++d) {
+    if (((rule.dtypes >> d) & 1u) == 0) continue;
+    if (!allowed.empty()) allowed += ", ";
+    allowed += dtype_name(static_cast<DType>(d));
+  }
+  throw Error(concat(op_name(op), ": ", rule.of_output ? "output " : "input ", rule.operand,
+                     " has dtype ", dtype_name(got), ", which the op does not take (it takes ",
+                     allowed, ")"));
+}
+
+[[noreturn, gnu::cold]] void throw_device_mismatch(OpId op, const TensorImpl& first,
+                                                   const TensorImpl& other) {
+  throw Error(concat(op_name(op), ": operands on different devices: ", first.device()->name(),
+                     " and ", other.device()->name()));
+}
+
+// What the catalogue lets the frontend check for every op before it looks for a
+// kernel: one device for all operands, and a deciding dtype the op takes. A wrong
+// dtype is then an error naming the dtypes allowed, not "no kernel on cpu:0".
+[[gnu::always_inline]] inline void check_catalogue_rules(
+    OpId op, DeviceContext* dev, std::span<const TensorImpl* const> inputs,
+    std::span<const TensorImpl* const> outputs) {
+  const DtypeRule& rule = kDtypeRules[static_cast<size_t>(op)];
+  const auto& side = rule.of_output ? outputs : inputs;
+  if (rule.operand < side.size()) {
+    const DType d = side[rule.operand]->dtype;
+    if (((rule.dtypes >> static_cast<uint32_t>(d)) & 1u) == 0) [[unlikely]]
+      throw_dtype_not_allowed(op, rule, d);
+  }
+  const TensorImpl& first = *(outputs.empty() ? inputs[0] : outputs[0]);
+  for (const TensorImpl* t : inputs)
+    if (t->device() != dev) [[unlikely]]
+      throw_device_mismatch(op, first, *t);
+  for (const TensorImpl* t : outputs)
+    if (t->device() != dev) [[unlikely]]
+      throw_device_mismatch(op, first, *t);
+}
 
 void fill_view(kiln_tensor_view& v, const TensorImpl& t) {
   v.struct_size = sizeof(kiln_tensor_view);
@@ -299,6 +356,7 @@ void run_kernel(const KernelSlot& slot, const kiln_op_args& args, DeviceContext*
   KILN_CHECK(inputs.size() <= kMaxOperands && outputs.size() <= kMaxOperands, op_name(op),
              ": too many operands");
   DeviceContext* dev = (outputs.empty() ? inputs[0] : outputs[0])->device();
+  check_catalogue_rules(op, dev, inputs, outputs);
   const KernelSlot& slot = dev->kernel(op);
   const KernelArgs call(inputs, outputs, attrs);
 

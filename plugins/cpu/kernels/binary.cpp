@@ -1,22 +1,22 @@
-// Elementwise arithmetic: add, sub, mul, div, pow, maximum, minimum.
+// Elementwise arithmetic: the catalogue's binary functor ops (KILN_BINARY_POINTWISE_OPS:
+// add, sub, mul, div, pow, atan2, maximum, minimum).
 #include <cmath>
 
 #include "binary_common.h"
 #include "kiln/sdk/functors.h"
+#include "kiln/sdk/pointwise_ops.h"
 #include "registry.h"
 
 namespace kiln::cpu {
 
 namespace {
 
-using sdk::Add, sdk::Div, sdk::Maximum, sdk::Minimum, sdk::Mul, sdk::Pow,
-    sdk::Sub;  // kiln/sdk/functors.h
-
-template <class Op, class... Lists>
+// y = Op(a, b) for the dtypes of the KILN_DTYPES_* mask `Dtypes`.
+template <class Op, uint32_t Dtypes>
 void arithmetic_impl(const OpArgs& args) {
   const BinaryOperands o(args);
   expect_dtype(o.y, o.a.dtype, "y");
-  if (!dispatch<Lists...>(o.a.dtype, [&](auto tag) {
+  if (!sdk::dispatch_in<Dtypes>(o.a.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         run_loop(o.plan, BinaryLoop<T, T, Op>{});
       })) {
@@ -24,23 +24,14 @@ void arithmetic_impl(const OpArgs& args) {
   }
 }
 
-template <class Op>
-constexpr kiln_kernel_fn float_int = &run_kernel<arithmetic_impl<Op, FloatTypes, IntTypes>>;
-template <class Op>
-constexpr kiln_kernel_fn float_only = &run_kernel<arithmetic_impl<Op, FloatTypes>>;
-
 }  // namespace
 
 void add_binary_kernels(KernelList& list) {
-  // The dtypes each op takes are the catalogue's (api/ops.json).
-  namespace op = sdk::catalogue;
-  list.push_back(catalogue_kernel<op::add>(float_int<Add>, kStridedInOut));
-  list.push_back(catalogue_kernel<op::sub>(float_int<Sub>, kStridedInOut));
-  list.push_back(catalogue_kernel<op::mul>(float_int<Mul>, kStridedInOut));
-  list.push_back(catalogue_kernel<op::maximum>(float_int<Maximum>, kStridedInOut));
-  list.push_back(catalogue_kernel<op::minimum>(float_int<Minimum>, kStridedInOut));
-  list.push_back(catalogue_kernel<op::div>(float_only<Div>, kStridedInOut));
-  list.push_back(catalogue_kernel<op::pow>(float_only<Pow>, kStridedInOut));
+  // The ops, functors, dtypes and layouts are the catalogue's (api/ops.json).
+#define KILN_CPU_BINARY(name, Functor, dtypes) \
+  list.push_back(catalogue_kernel<op::name>(&run_kernel<arithmetic_impl<sdk::Functor, dtypes>>));
+  KILN_BINARY_POINTWISE_OPS(KILN_CPU_BINARY)
+#undef KILN_CPU_BINARY
 }
 
 }  // namespace kiln::cpu

@@ -61,17 +61,17 @@ void where_impl(const OpArgs& args) {
 }  // namespace
 
 void add_compare_kernels(KernelList& list) {
-  list.push_back({"kiln.eq", &run_kernel<predicate_impl<Eq>>, nullptr, kStridedInOut});
-  list.push_back({"kiln.ne", &run_kernel<predicate_impl<Ne>>, nullptr, kStridedInOut});
-  list.push_back({"kiln.lt", &run_kernel<predicate_impl<Lt>>, nullptr, kStridedInOut});
-  list.push_back({"kiln.le", &run_kernel<predicate_impl<Le>>, nullptr, kStridedInOut});
-  list.push_back({"kiln.gt", &run_kernel<predicate_impl<Gt>>, nullptr, kStridedInOut});
-  list.push_back({"kiln.ge", &run_kernel<predicate_impl<Ge>>, nullptr, kStridedInOut});
-  list.push_back(
-      {"kiln.logical_and", &run_kernel<predicate_impl<LogicalAnd>>, nullptr, kStridedInOut});
-  list.push_back(
-      {"kiln.logical_or", &run_kernel<predicate_impl<LogicalOr>>, nullptr, kStridedInOut});
-  list.push_back({"kiln.where", &run_kernel<where_impl>, nullptr, kStridedInOut});
+  list.push_back(catalogue_entry<op::eq>(&run_kernel<predicate_impl<Eq>>, nullptr, kStridedInOut));
+  list.push_back(catalogue_entry<op::ne>(&run_kernel<predicate_impl<Ne>>, nullptr, kStridedInOut));
+  list.push_back(catalogue_entry<op::lt>(&run_kernel<predicate_impl<Lt>>, nullptr, kStridedInOut));
+  list.push_back(catalogue_entry<op::le>(&run_kernel<predicate_impl<Le>>, nullptr, kStridedInOut));
+  list.push_back(catalogue_entry<op::gt>(&run_kernel<predicate_impl<Gt>>, nullptr, kStridedInOut));
+  list.push_back(catalogue_entry<op::ge>(&run_kernel<predicate_impl<Ge>>, nullptr, kStridedInOut));
+  list.push_back(catalogue_entry<op::logical_and>(&run_kernel<predicate_impl<LogicalAnd>>, nullptr,
+                                                  kStridedInOut));
+  list.push_back(catalogue_entry<op::logical_or>(&run_kernel<predicate_impl<LogicalOr>>, nullptr,
+                                                 kStridedInOut));
+  list.push_back(catalogue_entry<op::where>(&run_kernel<where_impl>, nullptr, kStridedInOut));
 }
 
 }  // namespace kiln::cpu

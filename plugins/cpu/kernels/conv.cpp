@@ -400,11 +400,11 @@ int32_t supports_conv(void*, const kiln_op_args* args) {
 }  // namespace
 
 void add_conv_kernels(KernelList& list) {
-  list.push_back({"kiln.conv2d", &run_kernel<conv2d_impl>, &supports_conv, 0});
-  list.push_back(
-      {"kiln.conv2d_backward_input", &run_kernel<conv2d_backward_input_impl>, &supports_conv, 0});
-  list.push_back(
-      {"kiln.conv2d_backward_weight", &run_kernel<conv2d_backward_weight_impl>, &supports_conv, 0});
+  list.push_back(catalogue_entry<op::conv2d>(&run_kernel<conv2d_impl>, &supports_conv, 0));
+  list.push_back(catalogue_entry<op::conv2d_backward_input>(&run_kernel<conv2d_backward_input_impl>,
+                                                            &supports_conv, 0));
+  list.push_back(catalogue_entry<op::conv2d_backward_weight>(
+      &run_kernel<conv2d_backward_weight_impl>, &supports_conv, 0));
 }
 
 }  // namespace kiln::cpu

@@ -159,8 +159,9 @@ void fill_impl(const OpArgs& args) {
 }  // namespace
 
 void add_copy_kernels(KernelList& list) {
-  list.push_back({"kiln.copy", &run_kernel<copy_impl>, nullptr, kStridedInOut});
-  list.push_back({"kiln.fill", &run_kernel<fill_impl>, nullptr, KILN_KERNEL_STRIDED_OUTPUTS});
+  list.push_back(catalogue_entry<op::copy>(&run_kernel<copy_impl>, nullptr, kStridedInOut));
+  list.push_back(
+      catalogue_entry<op::fill>(&run_kernel<fill_impl>, nullptr, KILN_KERNEL_STRIDED_OUTPUTS));
 }
 
 }  // namespace kiln::cpu

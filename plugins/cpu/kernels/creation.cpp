@@ -50,7 +50,6 @@ void linspace_impl(const OpArgs& args) {
 }  // namespace
 
 void add_creation_kernels(KernelList& list) {
-  namespace op = sdk::catalogue;
   list.push_back(catalogue_kernel<op::arange>(&run_kernel<arange_impl>, 0));
   list.push_back(catalogue_kernel<op::linspace>(&run_kernel<linspace_impl>, 0));
 }

@@ -106,9 +106,10 @@ void check_indices(const Tensor& index, int64_t bound, int64_t dim) {
 }
 
 void add_indexing_kernels(KernelList& list) {
+  list.push_back(catalogue_entry<op::index_select>(&run_kernel<index_select_impl>, nullptr,
+                                                   KILN_KERNEL_STRIDED_INPUTS));
   list.push_back(
-      {"kiln.index_select", &run_kernel<index_select_impl>, nullptr, KILN_KERNEL_STRIDED_INPUTS});
-  list.push_back({"kiln.gather", &run_kernel<gather_impl>, nullptr, KILN_KERNEL_STRIDED_INPUTS});
+      catalogue_entry<op::gather>(&run_kernel<gather_impl>, nullptr, KILN_KERNEL_STRIDED_INPUTS));
 }
 
 }  // namespace kiln::cpu

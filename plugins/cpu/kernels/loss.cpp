@@ -79,9 +79,10 @@ int32_t supports_float_first(void*, const kiln_op_args* args) {
 }  // namespace
 
 void add_loss_kernels(KernelList& list) {
-  list.push_back({"kiln.nll_loss", &run_kernel<nll_loss_impl>, &supports_float_first, 0});
   list.push_back(
-      {"kiln.nll_loss_backward", &run_kernel<nll_loss_backward_impl>, &supports_float_first, 0});
+      catalogue_entry<op::nll_loss>(&run_kernel<nll_loss_impl>, &supports_float_first, 0));
+  list.push_back(catalogue_entry<op::nll_loss_backward>(&run_kernel<nll_loss_backward_impl>,
+                                                        &supports_float_first, 0));
 }
 
 }  // namespace kiln::cpu

@@ -141,8 +141,8 @@ void matmul_impl(const OpArgs& args) {
 }  // namespace
 
 void add_matmul_kernels(KernelList& list) {
-  list.push_back(
-      {"kiln.matmul", &run_kernel<matmul_impl>, &sdk::supports_matmul, KILN_KERNEL_STRIDED_INPUTS});
+  list.push_back(catalogue_entry<op::matmul>(&run_kernel<matmul_impl>, &sdk::supports_matmul,
+                                             KILN_KERNEL_STRIDED_INPUTS));
 }
 
 }  // namespace kiln::cpu

@@ -333,12 +333,14 @@ void layer_norm_backward_impl(const OpArgs& args) {
 }  // namespace
 
 void add_norm_kernels(KernelList& list) {
-  list.push_back({"kiln.batch_norm", &run_kernel<batch_norm_impl>, &sdk::supports_norm, 0});
   list.push_back(
-      {"kiln.batch_norm_backward", &run_kernel<batch_norm_backward_impl>, &sdk::supports_norm, 0});
-  list.push_back({"kiln.layer_norm", &run_kernel<layer_norm_impl>, &sdk::supports_norm, 0});
+      catalogue_entry<op::batch_norm>(&run_kernel<batch_norm_impl>, &sdk::supports_norm, 0));
+  list.push_back(catalogue_entry<op::batch_norm_backward>(&run_kernel<batch_norm_backward_impl>,
+                                                          &sdk::supports_norm, 0));
   list.push_back(
-      {"kiln.layer_norm_backward", &run_kernel<layer_norm_backward_impl>, &sdk::supports_norm, 0});
+      catalogue_entry<op::layer_norm>(&run_kernel<layer_norm_impl>, &sdk::supports_norm, 0));
+  list.push_back(catalogue_entry<op::layer_norm_backward>(&run_kernel<layer_norm_backward_impl>,
+                                                          &sdk::supports_norm, 0));
 }
 
 }  // namespace kiln::cpu

@@ -188,10 +188,10 @@ void adam_step_impl(const OpArgs& args) {
 }  // namespace
 
 void add_optim_kernels(KernelList& list) {
-  list.push_back(
-      {"kiln.sgd_step", &run_kernel<sgd_step_impl>, &sdk::supports_optim, kStridedInOut});
-  list.push_back(
-      {"kiln.adam_step", &run_kernel<adam_step_impl>, &sdk::supports_optim, kStridedInOut});
+  list.push_back(catalogue_entry<op::sgd_step>(&run_kernel<sgd_step_impl>, &sdk::supports_optim,
+                                               kStridedInOut));
+  list.push_back(catalogue_entry<op::adam_step>(&run_kernel<adam_step_impl>, &sdk::supports_optim,
+                                                kStridedInOut));
 }
 
 }  // namespace kiln::cpu

@@ -439,16 +439,18 @@ int32_t supports_float_pool(void*, const kiln_op_args* args) {
 }  // namespace
 
 void add_pool_kernels(KernelList& list) {
-  list.push_back({"kiln.max_pool2d", &run_kernel<max_pool2d_impl>, &supports_float_pool, 0});
   list.push_back(
-      {"kiln.max_pool2d_backward", &run_kernel<max_pool2d_backward_impl>, &supports_float_pool, 0});
-  list.push_back({"kiln.avg_pool2d", &run_kernel<avg_pool2d_impl>, &supports_float_pool, 0});
+      catalogue_entry<op::max_pool2d>(&run_kernel<max_pool2d_impl>, &supports_float_pool, 0));
+  list.push_back(catalogue_entry<op::max_pool2d_backward>(&run_kernel<max_pool2d_backward_impl>,
+                                                          &supports_float_pool, 0));
   list.push_back(
-      {"kiln.avg_pool2d_backward", &run_kernel<avg_pool2d_backward_impl>, &supports_float_pool, 0});
-  list.push_back(
-      {"kiln.adaptive_avg_pool2d", &run_kernel<adaptive_avg_pool2d_impl>, &supports_float_pool, 0});
-  list.push_back({"kiln.adaptive_avg_pool2d_backward",
-                  &run_kernel<adaptive_avg_pool2d_backward_impl>, &supports_float_pool, 0});
+      catalogue_entry<op::avg_pool2d>(&run_kernel<avg_pool2d_impl>, &supports_float_pool, 0));
+  list.push_back(catalogue_entry<op::avg_pool2d_backward>(&run_kernel<avg_pool2d_backward_impl>,
+                                                          &supports_float_pool, 0));
+  list.push_back(catalogue_entry<op::adaptive_avg_pool2d>(&run_kernel<adaptive_avg_pool2d_impl>,
+                                                          &supports_float_pool, 0));
+  list.push_back(catalogue_entry<op::adaptive_avg_pool2d_backward>(
+      &run_kernel<adaptive_avg_pool2d_backward_impl>, &supports_float_pool, 0));
 }
 
 }  // namespace kiln::cpu

@@ -114,7 +114,6 @@ void dropout_impl(const OpArgs& args) {
 }  // namespace
 
 void add_random_kernels(KernelList& list) {
-  namespace op = sdk::catalogue;
   list.push_back(catalogue_kernel<op::random_uniform>(&run_kernel<random_uniform_impl>, 0));
   list.push_back(catalogue_kernel<op::random_normal>(&run_kernel<random_normal_impl>, 0));
   list.push_back(catalogue_kernel<op::dropout>(&run_kernel<dropout_impl>, 0));

@@ -273,7 +273,6 @@ constexpr uint32_t kStridedIn = KILN_KERNEL_STRIDED_INPUTS;
 }  // namespace
 
 void add_reduce_kernels(KernelList& list) {
-  namespace op = sdk::catalogue;
   list.push_back(catalogue_kernel<op::sum>(
       &run_kernel<simple_impl<SumPolicy, FloatTypes, SignedIntTypes>>, kStridedIn));
   list.push_back(catalogue_kernel<op::prod>(
@@ -284,8 +283,10 @@ void add_reduce_kernels(KernelList& list) {
       catalogue_kernel<op::amax>(&run_kernel<simple_impl<Amax, FloatTypes, IntTypes>>, kStridedIn));
   list.push_back(
       catalogue_kernel<op::amin>(&run_kernel<simple_impl<Amin, FloatTypes, IntTypes>>, kStridedIn));
-  list.push_back({"kiln.argmax", &run_kernel<arg_impl<true>>, &supports_arg, kStridedIn});
-  list.push_back({"kiln.argmin", &run_kernel<arg_impl<false>>, &supports_arg, kStridedIn});
+  list.push_back(
+      catalogue_entry<op::argmax>(&run_kernel<arg_impl<true>>, &supports_arg, kStridedIn));
+  list.push_back(
+      catalogue_entry<op::argmin>(&run_kernel<arg_impl<false>>, &supports_arg, kStridedIn));
   list.push_back(catalogue_kernel<op::var>(&run_kernel<var_impl>, kStridedIn));
 }
 

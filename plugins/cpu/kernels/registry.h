@@ -13,7 +13,10 @@
 
 namespace kiln::cpu {
 
+using sdk::catalogue_entry;
 using sdk::catalogue_kernel;
+/// Catalogue ops by short name, for the kernel lists: op::add is "kiln.add".
+namespace op = sdk::catalogue;
 using sdk::KernelEntry;
 using sdk::KernelList;
 using sdk::kStridedInOut;

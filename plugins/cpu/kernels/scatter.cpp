@@ -144,8 +144,9 @@ int32_t supports_scatter(void*, const kiln_op_args* args) {
 }  // namespace
 
 void add_scatter_kernels(KernelList& list) {
-  list.push_back({"kiln.index_add", &run_kernel<index_add_impl>, &supports_scatter, 0});
-  list.push_back({"kiln.scatter_add", &run_kernel<scatter_add_impl>, &supports_scatter, 0});
+  list.push_back(catalogue_entry<op::index_add>(&run_kernel<index_add_impl>, &supports_scatter, 0));
+  list.push_back(
+      catalogue_entry<op::scatter_add>(&run_kernel<scatter_add_impl>, &supports_scatter, 0));
 }
 
 }  // namespace kiln::cpu

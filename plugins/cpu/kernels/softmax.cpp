@@ -127,12 +127,14 @@ int32_t supports_softmax(void*, const kiln_op_args* args) {
 }  // namespace
 
 void add_softmax_kernels(KernelList& list) {
-  list.push_back({"kiln.softmax", &run_kernel<softmax_impl<false>>, &supports_softmax, 0});
-  list.push_back({"kiln.log_softmax", &run_kernel<softmax_impl<true>>, &supports_softmax, 0});
   list.push_back(
-      {"kiln.softmax_backward", &run_kernel<softmax_backward_impl<false>>, &supports_softmax, 0});
-  list.push_back({"kiln.log_softmax_backward", &run_kernel<softmax_backward_impl<true>>,
-                  &supports_softmax, 0});
+      catalogue_entry<op::softmax>(&run_kernel<softmax_impl<false>>, &supports_softmax, 0));
+  list.push_back(
+      catalogue_entry<op::log_softmax>(&run_kernel<softmax_impl<true>>, &supports_softmax, 0));
+  list.push_back(catalogue_entry<op::softmax_backward>(&run_kernel<softmax_backward_impl<false>>,
+                                                       &supports_softmax, 0));
+  list.push_back(catalogue_entry<op::log_softmax_backward>(&run_kernel<softmax_backward_impl<true>>,
+                                                           &supports_softmax, 0));
 }
 
 }  // namespace kiln::cpu

@@ -1,18 +1,18 @@
-// Elementwise arithmetic: add, sub, mul, div, pow, maximum, minimum. Integers wrap
+// Elementwise arithmetic: the catalogue's binary functor ops (KILN_BINARY_POINTWISE_OPS:
+// add, sub, mul, div, pow, atan2, maximum, minimum). Integers wrap
 // (unsigned arithmetic keeps that defined); maximum/minimum give NaN when either
 // operand is NaN.
 #include "kernels/elementwise.cuh"
 #include "kernels/registry.h"
 #include "kiln/sdk/functors.h"
+#include "kiln/sdk/pointwise_ops.h"
 
 namespace kiln::cuda {
 
 namespace {
 
-using sdk::Add, sdk::Div, sdk::Maximum, sdk::Minimum, sdk::Mul, sdk::Pow,
-    sdk::Sub;  // kiln/sdk/functors.h
-
-template <class Op, class... Lists>
+// y = Op(a, b) for the dtypes of the KILN_DTYPES_* mask `Dtypes`.
+template <class Op, uint32_t Dtypes>
 void arithmetic_impl(const OpArgs& args, const Launch& launch) {
   args.expect_counts(2, 1);
   const Tensor a = args.input(0), b = args.input(1), y = args.output(0);
@@ -21,7 +21,7 @@ void arithmetic_impl(const OpArgs& args, const Launch& launch) {
   expect_dtype(b, a.dtype, "b");
   expect_dtype(y, a.dtype, "y");
   const Tensor* ops[3] = {&y, &a, &b};
-  if (!dispatch<Lists...>(a.dtype, [&](auto tag) {
+  if (!sdk::dispatch_in<Dtypes>(a.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         run_elementwise<T, T, T>(launch, ops, Op{});
       })) {
@@ -29,22 +29,14 @@ void arithmetic_impl(const OpArgs& args, const Launch& launch) {
   }
 }
 
-template <class Op>
-constexpr KernelImpl float_int = &arithmetic_impl<Op, FloatTypes, IntTypes>;
-template <class Op>
-constexpr KernelImpl float_only = &arithmetic_impl<Op, FloatTypes>;
-
 }  // namespace
 
 void add_binary_kernels(KernelList& list) {
-  namespace op = sdk::catalogue;
-  list.push_back(catalogue_kernel<op::add>(float_int<Add>, kStridedInOut));
-  list.push_back(catalogue_kernel<op::sub>(float_int<Sub>, kStridedInOut));
-  list.push_back(catalogue_kernel<op::mul>(float_int<Mul>, kStridedInOut));
-  list.push_back(catalogue_kernel<op::maximum>(float_int<Maximum>, kStridedInOut));
-  list.push_back(catalogue_kernel<op::minimum>(float_int<Minimum>, kStridedInOut));
-  list.push_back(catalogue_kernel<op::div>(float_only<Div>, kStridedInOut));
-  list.push_back(catalogue_kernel<op::pow>(float_only<Pow>, kStridedInOut));
+  // The ops, functors, dtypes and layouts are the catalogue's (api/ops.json).
+#define KILN_CUDA_BINARY(name, Functor, dtypes) \
+  list.push_back(catalogue_kernel<op::name>(&arithmetic_impl<sdk::Functor, dtypes>));
+  KILN_BINARY_POINTWISE_OPS(KILN_CUDA_BINARY)
+#undef KILN_CUDA_BINARY
 }
 
 }  // namespace kiln::cuda

@@ -51,15 +51,17 @@ void where_impl(const OpArgs& args, const Launch& launch) {
 }  // namespace
 
 void add_compare_kernels(KernelList& list) {
-  list.push_back({"kiln.eq", &predicate_impl<Eq>, nullptr, kStridedInOut});
-  list.push_back({"kiln.ne", &predicate_impl<Ne>, nullptr, kStridedInOut});
-  list.push_back({"kiln.lt", &predicate_impl<Lt>, nullptr, kStridedInOut});
-  list.push_back({"kiln.le", &predicate_impl<Le>, nullptr, kStridedInOut});
-  list.push_back({"kiln.gt", &predicate_impl<Gt>, nullptr, kStridedInOut});
-  list.push_back({"kiln.ge", &predicate_impl<Ge>, nullptr, kStridedInOut});
-  list.push_back({"kiln.logical_and", &predicate_impl<LogicalAnd>, nullptr, kStridedInOut});
-  list.push_back({"kiln.logical_or", &predicate_impl<LogicalOr>, nullptr, kStridedInOut});
-  list.push_back({"kiln.where", &where_impl, nullptr, kStridedInOut});
+  list.push_back(catalogue_entry<op::eq>(&predicate_impl<Eq>, nullptr, kStridedInOut));
+  list.push_back(catalogue_entry<op::ne>(&predicate_impl<Ne>, nullptr, kStridedInOut));
+  list.push_back(catalogue_entry<op::lt>(&predicate_impl<Lt>, nullptr, kStridedInOut));
+  list.push_back(catalogue_entry<op::le>(&predicate_impl<Le>, nullptr, kStridedInOut));
+  list.push_back(catalogue_entry<op::gt>(&predicate_impl<Gt>, nullptr, kStridedInOut));
+  list.push_back(catalogue_entry<op::ge>(&predicate_impl<Ge>, nullptr, kStridedInOut));
+  list.push_back(
+      catalogue_entry<op::logical_and>(&predicate_impl<LogicalAnd>, nullptr, kStridedInOut));
+  list.push_back(
+      catalogue_entry<op::logical_or>(&predicate_impl<LogicalOr>, nullptr, kStridedInOut));
+  list.push_back(catalogue_entry<op::where>(&where_impl, nullptr, kStridedInOut));
 }
 
 }  // namespace kiln::cuda

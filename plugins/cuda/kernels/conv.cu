@@ -28,6 +28,7 @@
 
 #include "dnn_util.cuh"
 #include "kernels/conv_wgrad_small.h"
+#include "kernels/registry.h"
 #include "kiln/sdk/conv.h"
 
 namespace kiln::cuda {
@@ -528,9 +529,11 @@ int32_t supports_conv(void*, const kiln_op_args* args) {
 }  // namespace
 
 void add_conv_kernels(KernelList& list) {
-  list.push_back({"kiln.conv2d", &conv2d_impl, &supports_conv, 0});
-  list.push_back({"kiln.conv2d_backward_input", &conv2d_backward_input_impl, &supports_conv, 0});
-  list.push_back({"kiln.conv2d_backward_weight", &conv2d_backward_weight_impl, &supports_conv, 0});
+  list.push_back(catalogue_entry<op::conv2d>(&conv2d_impl, &supports_conv, 0));
+  list.push_back(
+      catalogue_entry<op::conv2d_backward_input>(&conv2d_backward_input_impl, &supports_conv, 0));
+  list.push_back(
+      catalogue_entry<op::conv2d_backward_weight>(&conv2d_backward_weight_impl, &supports_conv, 0));
 }
 
 }  // namespace kiln::cuda

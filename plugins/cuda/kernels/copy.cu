@@ -87,8 +87,8 @@ void fill_impl(const OpArgs& args, const Launch& launch) {
 }  // namespace
 
 void add_copy_kernels(KernelList& list) {
-  list.push_back({"kiln.copy", &copy_impl, nullptr, kStridedInOut});
-  list.push_back({"kiln.fill", &fill_impl, nullptr, KILN_KERNEL_STRIDED_OUTPUTS});
+  list.push_back(catalogue_entry<op::copy>(&copy_impl, nullptr, kStridedInOut));
+  list.push_back(catalogue_entry<op::fill>(&fill_impl, nullptr, KILN_KERNEL_STRIDED_OUTPUTS));
 }
 
 }  // namespace kiln::cuda

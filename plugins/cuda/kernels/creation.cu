@@ -47,7 +47,6 @@ void linspace_impl(const OpArgs& args, const Launch& launch) {
 }  // namespace
 
 void add_creation_kernels(KernelList& list) {
-  namespace op = sdk::catalogue;
   list.push_back(catalogue_kernel<op::arange>(&arange_impl, 0));
   list.push_back(catalogue_kernel<op::linspace>(&linspace_impl, 0));
 }

@@ -72,8 +72,9 @@ void gather_impl(const OpArgs& args, const Launch& launch) {
 }  // namespace
 
 void add_indexing_kernels(KernelList& list) {
-  list.push_back({"kiln.index_select", &index_select_impl, nullptr, KILN_KERNEL_STRIDED_INPUTS});
-  list.push_back({"kiln.gather", &gather_impl, nullptr, KILN_KERNEL_STRIDED_INPUTS});
+  list.push_back(
+      catalogue_entry<op::index_select>(&index_select_impl, nullptr, KILN_KERNEL_STRIDED_INPUTS));
+  list.push_back(catalogue_entry<op::gather>(&gather_impl, nullptr, KILN_KERNEL_STRIDED_INPUTS));
 }
 
 }  // namespace kiln::cuda

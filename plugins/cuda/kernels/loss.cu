@@ -6,6 +6,7 @@
 // the launch's error flag, which the runtime turns into INVALID_ARGUMENT naming the
 // op and the target at the next synchronization.
 #include "dnn_util.cuh"
+#include "kernels/registry.h"
 
 namespace kiln::cuda {
 
@@ -97,8 +98,9 @@ void nll_loss_backward_impl(const OpArgs& args, const Launch& l) {
 }  // namespace
 
 void add_loss_kernels(KernelList& list) {
-  list.push_back({"kiln.nll_loss", &nll_loss_impl, &supports_float_input0, 0});
-  list.push_back({"kiln.nll_loss_backward", &nll_loss_backward_impl, &supports_float_input0, 0});
+  list.push_back(catalogue_entry<op::nll_loss>(&nll_loss_impl, &supports_float_input0, 0));
+  list.push_back(
+      catalogue_entry<op::nll_loss_backward>(&nll_loss_backward_impl, &supports_float_input0, 0));
 }
 
 }  // namespace kiln::cuda

@@ -22,6 +22,7 @@
 #include <mutex>
 
 #include "dnn_util.cuh"
+#include "kernels/registry.h"
 #include "kiln/sdk/matmul.h"
 
 namespace kiln::cuda {
@@ -386,7 +387,8 @@ void matmul_impl(const OpArgs& args, const Launch& l) {
 }  // namespace
 
 void add_matmul_kernels(KernelList& list) {
-  list.push_back({"kiln.matmul", &matmul_impl, &sdk::supports_matmul, KILN_KERNEL_STRIDED_INPUTS});
+  list.push_back(
+      catalogue_entry<op::matmul>(&matmul_impl, &sdk::supports_matmul, KILN_KERNEL_STRIDED_INPUTS));
 }
 
 }  // namespace kiln::cuda

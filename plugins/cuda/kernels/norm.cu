@@ -28,6 +28,7 @@
 #include <cmath>
 
 #include "dnn_util.cuh"
+#include "kernels/registry.h"
 #include "kiln/sdk/norm.h"
 
 namespace kiln::cuda {
@@ -478,10 +479,12 @@ void layer_norm_backward_impl(const OpArgs& args, const Launch& l) {
 }  // namespace
 
 void add_norm_kernels(KernelList& list) {
-  list.push_back({"kiln.batch_norm", &batch_norm_impl, &sdk::supports_norm, 0});
-  list.push_back({"kiln.batch_norm_backward", &batch_norm_backward_impl, &sdk::supports_norm, 0});
-  list.push_back({"kiln.layer_norm", &layer_norm_impl, &sdk::supports_norm, 0});
-  list.push_back({"kiln.layer_norm_backward", &layer_norm_backward_impl, &sdk::supports_norm, 0});
+  list.push_back(catalogue_entry<op::batch_norm>(&batch_norm_impl, &sdk::supports_norm, 0));
+  list.push_back(
+      catalogue_entry<op::batch_norm_backward>(&batch_norm_backward_impl, &sdk::supports_norm, 0));
+  list.push_back(catalogue_entry<op::layer_norm>(&layer_norm_impl, &sdk::supports_norm, 0));
+  list.push_back(
+      catalogue_entry<op::layer_norm_backward>(&layer_norm_backward_impl, &sdk::supports_norm, 0));
 }
 
 }  // namespace kiln::cuda

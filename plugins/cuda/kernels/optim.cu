@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "dnn_util.cuh"
+#include "kernels/registry.h"
 #include "kiln/sdk/optim.h"
 
 namespace kiln::cuda {
@@ -174,8 +175,10 @@ void adam_step_impl(const OpArgs& args, const Launch& l) {
 }  // namespace
 
 void add_optim_kernels(KernelList& list) {
-  list.push_back({"kiln.sgd_step", &sgd_step_impl, &sdk::supports_optim, sdk::kStridedInOut});
-  list.push_back({"kiln.adam_step", &adam_step_impl, &sdk::supports_optim, sdk::kStridedInOut});
+  list.push_back(
+      catalogue_entry<op::sgd_step>(&sgd_step_impl, &sdk::supports_optim, sdk::kStridedInOut));
+  list.push_back(
+      catalogue_entry<op::adam_step>(&adam_step_impl, &sdk::supports_optim, sdk::kStridedInOut));
 }
 
 }  // namespace kiln::cuda

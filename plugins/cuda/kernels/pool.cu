@@ -18,6 +18,7 @@
 #include <cmath>
 
 #include "dnn_util.cuh"
+#include "kernels/registry.h"
 #include "kiln/sdk/pooling.h"
 
 namespace kiln::cuda {
@@ -440,16 +441,16 @@ void adaptive_avg_pool2d_backward_impl(const OpArgs& args, const Launch& l) {
 }  // namespace
 
 void add_pool_kernels(KernelList& list) {
-  list.push_back({"kiln.max_pool2d", &max_pool2d_impl, &supports_float_input0, 0});
-  list.push_back(
-      {"kiln.max_pool2d_backward", &max_pool2d_backward_impl, &supports_float_input0, 0});
-  list.push_back({"kiln.avg_pool2d", &avg_pool2d_impl, &supports_float_input0, 0});
-  list.push_back(
-      {"kiln.avg_pool2d_backward", &avg_pool2d_backward_impl, &supports_float_input0, 0});
-  list.push_back(
-      {"kiln.adaptive_avg_pool2d", &adaptive_avg_pool2d_impl, &supports_float_input0, 0});
-  list.push_back({"kiln.adaptive_avg_pool2d_backward", &adaptive_avg_pool2d_backward_impl,
-                  &supports_float_input0, 0});
+  list.push_back(catalogue_entry<op::max_pool2d>(&max_pool2d_impl, &supports_float_input0, 0));
+  list.push_back(catalogue_entry<op::max_pool2d_backward>(&max_pool2d_backward_impl,
+                                                          &supports_float_input0, 0));
+  list.push_back(catalogue_entry<op::avg_pool2d>(&avg_pool2d_impl, &supports_float_input0, 0));
+  list.push_back(catalogue_entry<op::avg_pool2d_backward>(&avg_pool2d_backward_impl,
+                                                          &supports_float_input0, 0));
+  list.push_back(catalogue_entry<op::adaptive_avg_pool2d>(&adaptive_avg_pool2d_impl,
+                                                          &supports_float_input0, 0));
+  list.push_back(catalogue_entry<op::adaptive_avg_pool2d_backward>(
+      &adaptive_avg_pool2d_backward_impl, &supports_float_input0, 0));
 }
 
 }  // namespace kiln::cuda

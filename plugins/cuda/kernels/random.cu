@@ -141,7 +141,6 @@ void dropout_impl(const OpArgs& args, const Launch& launch) {
 }  // namespace
 
 void add_random_kernels(KernelList& list) {
-  namespace op = sdk::catalogue;
   list.push_back(catalogue_kernel<op::random_uniform>(&random_uniform_impl, 0));
   list.push_back(catalogue_kernel<op::random_normal>(&random_normal_impl, 0));
   list.push_back(catalogue_kernel<op::dropout>(&dropout_impl, 0));

@@ -647,18 +647,19 @@ constexpr uint32_t kStridedIn = KILN_KERNEL_STRIDED_INPUTS;
 }  // namespace
 
 void add_reduce_kernels(KernelList& list) {
+  list.push_back(catalogue_entry<op::sum>(&simple_impl<SumPolicy, FloatTypes, SignedIntTypes>,
+                                          &supports_sum, kStridedIn));
+  list.push_back(catalogue_entry<op::prod>(&simple_impl<ProdPolicy, FloatTypes, SignedIntTypes>,
+                                           &supports_sum, kStridedIn));
   list.push_back(
-      {"kiln.sum", &simple_impl<SumPolicy, FloatTypes, SignedIntTypes>, &supports_sum, kStridedIn});
-  list.push_back({"kiln.prod", &simple_impl<ProdPolicy, FloatTypes, SignedIntTypes>, &supports_sum,
-                  kStridedIn});
-  list.push_back({"kiln.mean", &simple_impl<MeanPolicy, FloatTypes>, &supports_float, kStridedIn});
-  list.push_back(
-      {"kiln.amax", &simple_impl<Amax, FloatTypes, IntTypes>, &supports_extremum, kStridedIn});
-  list.push_back(
-      {"kiln.amin", &simple_impl<Amin, FloatTypes, IntTypes>, &supports_extremum, kStridedIn});
-  list.push_back({"kiln.argmax", &arg_impl<true>, &supports_arg, kStridedIn});
-  list.push_back({"kiln.argmin", &arg_impl<false>, &supports_arg, kStridedIn});
-  list.push_back({"kiln.var", &var_impl, &supports_float, kStridedIn});
+      catalogue_entry<op::mean>(&simple_impl<MeanPolicy, FloatTypes>, &supports_float, kStridedIn));
+  list.push_back(catalogue_entry<op::amax>(&simple_impl<Amax, FloatTypes, IntTypes>,
+                                           &supports_extremum, kStridedIn));
+  list.push_back(catalogue_entry<op::amin>(&simple_impl<Amin, FloatTypes, IntTypes>,
+                                           &supports_extremum, kStridedIn));
+  list.push_back(catalogue_entry<op::argmax>(&arg_impl<true>, &supports_arg, kStridedIn));
+  list.push_back(catalogue_entry<op::argmin>(&arg_impl<false>, &supports_arg, kStridedIn));
+  list.push_back(catalogue_entry<op::var>(&var_impl, &supports_float, kStridedIn));
 }
 
 }  // namespace kiln::cuda

@@ -38,6 +38,20 @@ template <const sdk::CatalogueOp& Op>
 KernelEntry catalogue_kernel(KernelImpl impl, uint32_t flags) {
   return {Op.name, impl, &sdk::supports_catalogue_dtypes<Op>, flags};
 }
+/// The same, with the layout flags the catalogue allows.
+template <const sdk::CatalogueOp& Op>
+KernelEntry catalogue_kernel(KernelImpl impl) {
+  return catalogue_kernel<Op>(impl, Op.kernel_flags);
+}
+/// The entry of catalogue op `Op` with a `supports` of the kernel's own: the name comes
+/// from the catalogue, so a misspelt op is a compile error.
+template <const sdk::CatalogueOp& Op>
+KernelEntry catalogue_entry(KernelImpl impl, sdk::SupportsFn supports, uint32_t flags) {
+  return {Op.name, impl, supports, flags};
+}
+
+/// Catalogue ops by short name, for the kernel lists: op::add is "kiln.add".
+namespace op = sdk::catalogue;
 
 /// Every kernel of the plugin, for the kit's get_kernel: one sdk::KernelEntry per
 /// KernelEntry, each running through the per-call hook run_bound_kernel (dispatch.h)

@@ -24,6 +24,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "dnn_util.cuh"
+#include "kernels/registry.h"
 
 namespace kiln::cuda {
 
@@ -288,8 +289,8 @@ int32_t supports_scatter(void*, const kiln_op_args* args) {
 }  // namespace
 
 void add_scatter_kernels(KernelList& list) {
-  list.push_back({"kiln.index_add", &index_add_impl, &supports_scatter, 0});
-  list.push_back({"kiln.scatter_add", &scatter_add_impl, &supports_scatter, 0});
+  list.push_back(catalogue_entry<op::index_add>(&index_add_impl, &supports_scatter, 0));
+  list.push_back(catalogue_entry<op::scatter_add>(&scatter_add_impl, &supports_scatter, 0));
 }
 
 }  // namespace kiln::cuda

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "dnn_util.cuh"
+#include "kernels/registry.h"
 
 namespace kiln::cuda {
 
@@ -249,12 +250,12 @@ void softmax_backward_impl(const OpArgs& args, const Launch& l) {
 }  // namespace
 
 void add_softmax_kernels(KernelList& list) {
-  list.push_back({"kiln.softmax", &softmax_impl<false>, &supports_float_input0, 0});
-  list.push_back({"kiln.log_softmax", &softmax_impl<true>, &supports_float_input0, 0});
-  list.push_back(
-      {"kiln.softmax_backward", &softmax_backward_impl<false>, &supports_float_input0, 0});
-  list.push_back(
-      {"kiln.log_softmax_backward", &softmax_backward_impl<true>, &supports_float_input0, 0});
+  list.push_back(catalogue_entry<op::softmax>(&softmax_impl<false>, &supports_float_input0, 0));
+  list.push_back(catalogue_entry<op::log_softmax>(&softmax_impl<true>, &supports_float_input0, 0));
+  list.push_back(catalogue_entry<op::softmax_backward>(&softmax_backward_impl<false>,
+                                                       &supports_float_input0, 0));
+  list.push_back(catalogue_entry<op::log_softmax_backward>(&softmax_backward_impl<true>,
+                                                           &supports_float_input0, 0));
 }
 
 }  // namespace kiln::cuda

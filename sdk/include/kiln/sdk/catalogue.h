@@ -102,6 +102,21 @@ KernelEntry catalogue_kernel(kiln_kernel_fn run, uint32_t flags) {
   return {Op.name, run, &supports_catalogue_dtypes<Op>, flags};
 }
 
+/// The same, with the layout flags the catalogue allows (the op's `layout`): for a
+/// kernel that takes every layout the catalogue lets a kernel take.
+template <const CatalogueOp& Op>
+KernelEntry catalogue_kernel(kiln_kernel_fn run) {
+  return catalogue_kernel<Op>(run, Op.kernel_flags);
+}
+
+/// The kernel table entry of catalogue op `Op` with a `supports` of the kernel's own
+/// (nullptr: every valid argument list): only the name comes from the catalogue, so a
+/// misspelt op is a compile error rather than a kernel nobody looks up.
+template <const CatalogueOp& Op>
+KernelEntry catalogue_entry(kiln_kernel_fn run, SupportsFn supports, uint32_t flags) {
+  return {Op.name, run, supports, flags};
+}
+
 }  // namespace kiln::sdk
 
 #endif  // KILN_SDK_CATALOGUE_H

@@ -104,6 +104,22 @@ bool dispatch(kiln_dtype dtype, F&& fn) {
   return (dispatch_list(dtype, Lists{}, fn) || ...);
 }
 
+/// Calls fn(TypeTag<T>{}) for the T of `dtype` when `dtype` is in `Mask`, a
+/// KILN_DTYPES_* mask of kiln/op_catalogue.h (a catalogue op's dtype class); returns
+/// whether it did. Only the mask's types are instantiated.
+template <uint32_t Mask, class F>
+bool dispatch_in(kiln_dtype dtype, F&& fn) {
+  bool handled = false;
+  dispatch<AllTypes>(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (((Mask >> static_cast<uint32_t>(dtype_of<T>())) & 1u) != 0) {
+      fn(tag);
+      handled = true;
+    }
+  });
+  return handled;
+}
+
 /// Unsigned type of one element's size, for kernels that only move bytes.
 template <size_t Size>
 using bits_t = std::conditional_t<

@@ -45,6 +45,7 @@ KILN_SDK_MATH_1(tanh, tanhf, tanh)
 KILN_SDK_MATH_1(erf, erff, erf)
 KILN_SDK_MATH_1(fabs, fabsf, fabs)
 KILN_SDK_MATH_2(pow, powf, pow)
+KILN_SDK_MATH_2(atan2, atan2f, atan2)
 #undef KILN_SDK_MATH_1
 #undef KILN_SDK_MATH_2
 }  // namespace math
@@ -91,6 +92,12 @@ struct Pow {
   template <class T>
   KILN_HOST_DEVICE T operator()(T a, T b) const {
     return math::pow(a, b);
+  }
+};
+struct Atan2 {  // the angle of (b, a); float types only
+  template <class T>
+  KILN_HOST_DEVICE T operator()(T a, T b) const {
+    return math::atan2(a, b);
   }
 };
 struct Maximum {  // a NaN `a` is kept; a NaN `b` wins because a > b is false
@@ -236,6 +243,12 @@ struct Rsqrt {  // a correctly rounded division, not an approximate rsqrt instru
   template <class T>
   KILN_HOST_DEVICE T operator()(T x) const {
     return T(1) / math::sqrt(x);
+  }
+};
+struct Erf {
+  template <class T>
+  KILN_HOST_DEVICE T operator()(T x) const {
+    return math::erf(x);
   }
 };
 struct Sigmoid {

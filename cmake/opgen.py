@@ -1,0 +1,556 @@
+#!/usr/bin/env python3
+"""The op generator: everything derived from api/ops.json, the catalogue's one description.
+
+    opgen.py --catalogue api/ops.json --out <build>/generated      (the build runs this)
+    opgen.py --catalogue api/ops.json --ops-md api/OPS.md --check  (the CTest docs.ops_catalogue)
+    opgen.py --catalogue api/ops.json --ops-md api/OPS.md --update (the target kiln_update_ops_md)
+
+With --out it writes, each file only when its text changes (so nothing rebuilds for nothing):
+  api/kiln/op_catalogue.h          C: the X-macro KILN_OP_CATALOGUE and the dtype-class masks
+  sdk/kiln/sdk/pointwise_ops.h     C++: the pointwise ops a plugin registers from one
+                                   functor each (KILN_UNARY_POINTWISE_OPS, ...)
+  frontend/kiln/pointwise_ops.h    C++: the free functions of the generated pointwise ops
+  frontend/kiln/pointwise_methods.h  C++: their Tensor methods (included in class Tensor)
+  frontend/pointwise_ops.cpp       C++: their definitions, with each gradient formula
+  tests/kiln_generated/pointwise_cases.h  C++: what the conformance suite and gradcheck
+                                   need to test every generated pointwise op
+Python 3 standard library only (Debian's python3).
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+
+LAYOUT_FLAGS = {
+    "strided": "KILN_KERNEL_STRIDED_INPUTS | KILN_KERNEL_STRIDED_OUTPUTS",
+    "strided_in": "KILN_KERNEL_STRIDED_INPUTS",
+    "strided_out": "KILN_KERNEL_STRIDED_OUTPUTS",
+    "contiguous": "0",
+}
+CLASS_WORDS = {
+    "all": "all",
+    "non_bool": "all but bool",
+    "float_int": "float, int",
+    "signed": "float, int32, int64",
+    "float": "float",
+    "float32_64": "float32, float64",
+}
+# How the frontend turns operand dtypes into the dtype an op computes in (the
+# "promote" of a pointwise op's "frontend" entry): ops/pointwise.h's Promote.
+PROMOTIONS = {"arith": "Arith", "float": "Float", "compare": "Compare", "logical": "Logical"}
+
+
+class CatalogueError(Exception):
+    pass
+
+
+def fail(where, message):
+    raise CatalogueError(f"api/ops.json: {where}: {message}")
+
+
+def write_if_changed(path, text):
+    old = None
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            old = f.read()
+    if old != text:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+
+
+def short_name(op):
+    m = re.fullmatch(r"kiln\.([a-z0-9_]+)", op["name"])
+    if not m:
+        fail(op["name"], "not named kiln.<lowercase>")
+    return m.group(1)
+
+
+def deciding_operand(op):
+    m = re.fullmatch(r"(input|output) ([0-9]+)", op["dtypes"]["of"])
+    if not m:
+        fail(op["name"], f"dtypes.of '{op['dtypes']['of']}' is not 'input N' or 'output N'")
+    return (1 if m.group(1) == "output" else 0), int(m.group(2))
+
+
+def check_catalogue(cat):
+    sections = {s["id"] for s in cat["sections"]}
+    seen = set()
+    for op in cat["ops"]:
+        name = short_name(op)
+        if name in seen:
+            fail(op["name"], "listed twice")
+        seen.add(name)
+        if op["section"] not in sections:
+            fail(op["name"], f"unknown section '{op['section']}'")
+        if op["dtypes"]["class"] not in cat["dtype_classes"]:
+            fail(op["name"], f"unknown dtype class '{op['dtypes']['class']}'")
+        if op["layout"] not in LAYOUT_FLAGS:
+            fail(op["name"], f"unknown layout '{op['layout']}'")
+        deciding_operand(op)
+        for d in op["dtypes"].get("optional", []):
+            if d not in cat["dtype_classes"]["all"] or d in cat["dtype_classes"][op["dtypes"]["class"]]:
+                fail(op["name"], f"optional dtype '{d}' is not a dtype outside the op's class")
+        if "frontend" in op:
+            check_pointwise(op)
+
+
+# -- the C catalogue header -------------------------------------------------------------
+
+
+def catalogue_header(cat):
+    out = [
+        "/* kiln/op_catalogue.h: generated from api/ops.json by cmake/opgen.py.\n"
+        " * Do not edit: change api/ops.json (the catalogue's one description) instead. */\n"
+        "#ifndef KILN_OP_CATALOGUE_H\n#define KILN_OP_CATALOGUE_H\n\n"
+        '#include "kiln/c_api.h"\n\n'
+        "/* The dtype classes of api/ops.json, as masks of (1u << kiln_dtype). */\n"
+    ]
+    for cls in sorted(cat["dtype_classes"]):
+        mask = " | ".join(f"(1u << KILN_DTYPE_{d.upper()})" for d in cat["dtype_classes"][cls])
+        out.append(f"#define KILN_DTYPES_{cls.upper()} ({mask})\n")
+    out.append(
+        "\n/* X(name, version, dtypes, dtype_of_output, dtype_operand, one_dtype, kernel_flags,\n"
+        " *   differentiable, num_inputs, num_outputs) for every op, in catalogue order:\n"
+        ' *   name            without the "kiln." prefix\n'
+        " *   dtypes          the KILN_DTYPES_* mask the deciding operand's dtype must be in\n"
+        " *   dtype_of_output 1 when that operand is an output, 0 an input\n"
+        " *   dtype_operand   its index among the outputs or inputs\n"
+        " *   one_dtype       1 when every other operand has that dtype too\n"
+        " *   kernel_flags    the KILN_KERNEL_* layout flags a kernel may set (api/OPS.md)\n"
+        " *   differentiable  1 when the frontend records a gradient for the op */\n"
+        "#define KILN_OP_CATALOGUE(X) \\\n"
+    )
+    rows = []
+    for op in cat["ops"]:
+        of_output, index = deciding_operand(op)
+        rows.append(
+            f"  X({short_name(op)}, {op['version']}, KILN_DTYPES_{op['dtypes']['class'].upper()}, "
+            f"{of_output}, {index}, {int(bool(op['dtypes']['one_dtype']))}, "
+            f"{LAYOUT_FLAGS[op['layout']]}, {int(bool(op['differentiable']))}, "
+            f"{len(op['inputs'])}, {len(op['outputs'])})"
+        )
+    out.append(" \\\n".join(rows) + "\n")
+    out.append(
+        f"\n/* The number of catalogue ops. */\n#define KILN_OP_CATALOGUE_SIZE {len(cat['ops'])}\n"
+        "\n#endif /* KILN_OP_CATALOGUE_H */\n"
+    )
+    return "".join(out)
+
+
+# -- api/OPS.md ---------------------------------------------------------------------------
+
+
+def operands_cell(operands):
+    if not operands:
+        return "—"
+    return ", ".join(f"`{o['name']}`" + (f" ({o['desc']})" if "desc" in o else "") for o in operands)
+
+
+def attributes_cell(attributes):
+    if not attributes:
+        return "—"
+    cells = []
+    for a in attributes:
+        cell = f"`{a['name']}: {a['type']}`"
+        if "default" in a:
+            default = a["default"]
+            if isinstance(default, bool):
+                default = "true" if default else "false"
+            cell += f" (optional, default `{default}`)"
+        cells.append(cell)
+    return ", ".join(cells)
+
+
+def section_table(cat, section):
+    rows = [
+        "| op | inputs | outputs | attributes | dtypes | layout | grad | semantics |\n",
+        "|---|---|---|---|---|---|---|---|\n",
+    ]
+    for op in cat["ops"]:
+        if op["section"] != section:
+            continue
+        dtypes = CLASS_WORDS[op["dtypes"]["class"]]
+        if op["dtypes"]["of"] != "output 0":
+            dtypes += f" ({op['dtypes']['of']})"
+        if "note" in op["dtypes"]:
+            dtypes += f"; {op['dtypes']['note']}"
+        layout = cat["layouts"][op["layout"]]
+        if op["broadcast"]:
+            layout += "; broadcast applied"
+        grad = "yes" if op["differentiable"] else "—"
+        rows.append(
+            f"| `{op['name']}` | {operands_cell(op['inputs'])} | {operands_cell(op['outputs'])} | "
+            f"{attributes_cell(op['attributes'])} | {dtypes} | {layout} | {grad} | "
+            f"{op['semantics']} |\n"
+        )
+    if len(rows) == 2:
+        raise CatalogueError(f"api/OPS.md names catalogue section '{section}', which has no ops")
+    return "".join(rows)
+
+
+def render_ops_md(cat, text):
+    end_mark = "<!-- end catalogue -->"
+    pattern = re.compile(r"(<!-- catalogue: ([a-z_]+) -->\n)(.*?)(?=" + re.escape(end_mark) + ")", re.S)
+    seen = []
+
+    def table(m):
+        seen.append(m.group(2))
+        return m.group(1) + section_table(cat, m.group(2))
+
+    result = pattern.sub(table, text)
+    if result.count("<!-- catalogue: ") != len(seen):
+        raise CatalogueError("api/OPS.md: a catalogue marker without '" + end_mark + "'")
+    for s in cat["sections"]:
+        if s["id"] not in seen:
+            raise CatalogueError(
+                f"api/OPS.md has no table for catalogue section '{s['id']}' "
+                f"(add <!-- catalogue: {s['id']} --> ... {end_mark})"
+            )
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--catalogue", required=True)
+    parser.add_argument("--out", help="the build's folder of generated files")
+    parser.add_argument("--ops-md", help="api/OPS.md, to --check or --update")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true")
+    mode.add_argument("--update", action="store_true")
+    args = parser.parse_args()
+    try:
+        with open(args.catalogue, encoding="utf-8") as f:
+            cat = json.load(f)
+        check_catalogue(cat)
+        if args.out:
+            generate(cat, args.out)
+        if args.ops_md:
+            with open(args.ops_md, encoding="utf-8") as f:
+                current = f.read()
+            expected = render_ops_md(cat, current)
+            if args.update:
+                if current != expected:
+                    write_if_changed(args.ops_md, expected)
+                    print(f"rewrote {args.ops_md} from {args.catalogue}")
+            elif current != expected:
+                raise CatalogueError(
+                    f"{args.ops_md} is out of date with {args.catalogue}: run "
+                    "`cmake --build build --target kiln_update_ops_md` and commit both"
+                )
+            else:
+                print(f"{args.ops_md} agrees with {args.catalogue}")
+    except (CatalogueError, KeyError, json.JSONDecodeError) as e:
+        what = f"missing key {e}" if isinstance(e, KeyError) else str(e)
+        print(f"opgen.py: {what}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# -- pointwise ops: frontend, registrations, test table ----------------------------------
+#
+# A pointwise op's entry carries, beyond the ABI fields:
+#   "frontend": {"function": "exp", "promote": "float", "method": true,
+#                "inplace": false, "scalar": false}
+#       function  the kiln:: free function; promote: how operand dtypes become the
+#       computation's (arith | float | compare | logical); method: a Tensor method too;
+#       inplace: a Tensor method <function>_ (binary); scalar: Scalar overloads (binary)
+#   "functor": "Exp"      the kiln::sdk functor (kiln/sdk/functors.h) every plugin's
+#       generic loop applies; the op is then registered by KILN_*_POINTWISE_OPS
+#   "gradient": {"x": "grad * result"}  one C++ expression per input over the inputs,
+#       `result` and `grad`, in namespace kiln (helpers: autograd/formulas.h); or
+#       {"backward": "maximum_backward"}, a hand-written function of (grad, inputs...)
+#       that returns every input's gradient
+#   "test": {"domain": [[lo, hi], ...], "special": false}  where the conformance suite
+#       and gradcheck sample each input; special: add ±0, ±inf, NaN cases
+
+IDENT = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+def pointwise_ops(cat):
+    return [op for op in cat["ops"] if "frontend" in op]
+
+
+def check_pointwise(op):
+    name = op["name"]
+    fe = op["frontend"]
+    if not IDENT.fullmatch(fe.get("function", "")):
+        fail(name, "frontend.function is not a C++ name")
+    if fe.get("promote") not in PROMOTIONS:
+        fail(name, f"frontend.promote must be one of {sorted(PROMOTIONS)}")
+    if len(op["inputs"]) not in (1, 2) or len(op["outputs"]) != 1 or op["attributes"]:
+        fail(name, "a generated pointwise op has 1 or 2 inputs, 1 output and no attributes")
+    if len(op["inputs"]) == 1 and (fe.get("inplace") or fe.get("scalar")):
+        fail(name, "inplace and scalar spellings are generated for binary ops only")
+    grad = op.get("gradient")
+    if bool(op["differentiable"]) != (grad is not None):
+        fail(name, "differentiable ops, and only they, have a gradient")
+    if grad is not None and "backward" not in grad:
+        for operand in op["inputs"]:
+            if operand["name"] not in grad:
+                fail(name, f"no gradient formula for input '{operand['name']}'")
+        for key in grad:
+            if key not in [o["name"] for o in op["inputs"]]:
+                fail(name, f"a gradient for '{key}', which is not an input")
+    if "functor" in op and (not op["dtypes"]["one_dtype"] or fe["promote"] not in ("arith", "float")):
+        fail(name, "a functor-registered op keeps one dtype (promote arith or float)")
+    domain = op.get("test", {}).get("domain", [[-3, 3]] * len(op["inputs"]))
+    if len(domain) != len(op["inputs"]) or any(len(d) != 2 or d[0] >= d[1] for d in domain):
+        fail(name, "test.domain is one [lo, hi] per input")
+
+
+def pascal(name):
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+def uses(expression, name):
+    return re.search(r"\b" + re.escape(name) + r"\b", expression) is not None
+
+
+def generated_banner(comment):
+    return (f"{comment} Generated from api/ops.json by cmake/opgen.py. Do not edit: change the\n"
+            f"{comment} catalogue entry (or the hand-written helpers it names) instead.\n")
+
+
+def sdk_pointwise_header(cat):
+    out = [generated_banner("//"),
+           "// The pointwise ops each plugin registers from one functor (kiln/sdk/functors.h):\n"
+           "// X(op, Functor, dtypes) with `op` the catalogue name without \"kiln.\", `Functor`\n"
+           "// in kiln::sdk, and `dtypes` the KILN_DTYPES_* mask of its operands (all one dtype,\n"
+           "// strided in and out). A plugin expands these lists into its kernel table:\n"
+           "// @code\n"
+           "//   #define MY_UNARY(op, F, dtypes) list.push_back(my_unary<op, sdk::F, dtypes>());\n"
+           "//   KILN_UNARY_POINTWISE_OPS(MY_UNARY)\n"
+           "// @endcode\n"
+           "#ifndef KILN_SDK_POINTWISE_OPS_H\n#define KILN_SDK_POINTWISE_OPS_H\n\n"
+           '#include "kiln/op_catalogue.h"\n\n']
+    for arity, macro in ((1, "KILN_UNARY_POINTWISE_OPS"), (2, "KILN_BINARY_POINTWISE_OPS")):
+        rows = [f"  X({short_name(op)}, {op['functor']}, KILN_DTYPES_{op['dtypes']['class'].upper()})"
+                for op in pointwise_ops(cat) if "functor" in op and len(op["inputs"]) == arity]
+        out.append(f"#define {macro}(X) \\\n" + " \\\n".join(rows) + "\n\n")
+    out.append("#endif  // KILN_SDK_POINTWISE_OPS_H\n")
+    return "".join(out)
+
+
+def parameters(op):
+    return ", ".join(f"const Tensor& {o['name']}" for o in op["inputs"])
+
+
+def frontend_declarations(cat):
+    out = [generated_banner("//"),
+           "// The pointwise ops' free functions; kiln/ops.h includes this file.\n"
+           "#pragma once\n\n"
+           '#include "kiln/tensor.h"\n\nnamespace kiln {\n\n']
+    for op in pointwise_ops(cat):
+        fe = op["frontend"]
+        fn = fe["function"]
+        grad = "" if op["differentiable"] else " Not differentiable."
+        semantics = op["semantics"].replace("\\|", "|")  # Markdown's table escape
+        out.append(f"/// {op['name']}: {semantics}.{grad}\n")
+        out.append(f"Tensor {fn}({parameters(op)});\n")
+        if fe.get("scalar"):
+            a, b = (o["name"] for o in op["inputs"])
+            out.append(f"Tensor {fn}(const Tensor& {a}, Scalar {b});\n")
+            out.append(f"Tensor {fn}(Scalar {a}, const Tensor& {b});\n")
+    out.append("\n}  // namespace kiln\n")
+    return "".join(out)
+
+
+def frontend_methods(cat):
+    out = [generated_banner("//"),
+           "// The pointwise ops' Tensor methods, declared inside class Tensor (kiln/tensor.h):\n"
+           "// x.exp() is kiln::exp(x); a.add_(b) adds in place, in a's dtype.\n"]
+    for op in pointwise_ops(cat):
+        fe = op["frontend"]
+        fn = fe["function"]
+        if len(op["inputs"]) == 1:
+            if fe.get("method"):
+                out.append(f"Tensor {fn}() const;\n")
+            continue
+        if fe.get("method"):
+            out.append(f"Tensor {fn}(const Tensor& other) const;\n")
+            if fe.get("scalar"):
+                out.append(f"Tensor {fn}(Scalar other) const;\n")
+        if fe.get("inplace"):
+            out.append(f"Tensor& {fn}_(const Tensor& other);\n")
+            out.append(f"Tensor& {fn}_(Scalar other);\n")
+    return "".join(out)
+
+
+def gradient_code(op, fn, promote_call):
+    names = [o["name"] for o in op["inputs"]]
+    grad = op["gradient"]
+    node = pascal(fn) + "Backward"
+    inputs_ptrs = ", ".join("&" + n for n in names)
+    lines = [f"  Tensor out_ = {promote_call};\n"]
+    if len(names) == 1:
+        x = names[0]
+        formula = grad[x] if "backward" not in grad else f"{grad['backward']}(grad, saved[0])"
+        saves = [n for n in (x, "result") if "backward" not in grad and uses(formula, n)]
+        if "backward" in grad:
+            saves = [x]
+        saved_list = ", ".join(n if n != "result" else "out_" for n in saves)
+        body = "".join(f"                 const Tensor& {n} = saved[{i}];\n" for i, n in enumerate(saves))
+        if "backward" in grad:
+            body = ""
+        lines.append(f"  if (ag::needs_grad({{{inputs_ptrs}}}))\n")
+        param = "const Saved& saved" if saves else "const Saved&"
+        lines.append(f"    ag::record(\"{node}\", out_, {{{inputs_ptrs}}}, {{{saved_list}}},\n"
+                     f"               []({param}, const Tensor& grad) -> Grads {{\n"
+                     f"{body}"
+                     f"                 return {{{formula}}};\n"
+                     f"               }});\n")
+        lines.append("  return out_;\n")
+        return "".join(lines)
+    a, b = names
+    lines.append(f"  if (ag::needs_grad({{{inputs_ptrs}}})) {{\n"
+                 f"    const bool grad_{a} = ag::requires_grad({a}), grad_{b} = ag::requires_grad({b});\n")
+    captures = f"grad_{a}, grad_{b}, shape_{a} = {a}.shape().vec(), shape_{b} = {b}.shape().vec()"
+    if "backward" in grad:
+        saved_list = f"{a}, {b}"
+        body = (f"        auto [d{a}, d{b}] = {grad['backward']}(grad, saved[0], saved[1]);\n")
+        ga, gb = f"d{a}", f"d{b}"
+    else:
+        saves, conditions = [], []
+        for n in (a, b, "result"):
+            needed_by = [i for i in (a, b) if uses(grad[i], n)]
+            if needed_by:
+                saves.append(n)
+                conditions.append(" || ".join(f"grad_{i}" for i in needed_by))
+        saved_list = ", ".join(
+            f"{c} ? {'out_' if n == 'result' else n} : Tensor()" for n, c in zip(saves, conditions))
+        body = "".join(f"        const Tensor& {n} = saved[{i}];\n" for i, n in enumerate(saves))
+        ga, gb = grad[a], grad[b]
+    param = "const Saved& saved" if saved_list else "const Saved&"
+    lines.append(f"    ag::record(\"{node}\", out_, {{{inputs_ptrs}}}, {{{saved_list}}},\n"
+                 f"               [{captures}]({param}, const Tensor& grad) -> Grads {{\n"
+                 f"{body}"
+                 f"        return {{grad_{a} ? ag::sum_to({ga}, shape_{a}) : Tensor(),\n"
+                 f"                grad_{b} ? ag::sum_to({gb}, shape_{b}) : Tensor()}};\n"
+                 f"      }});\n  }}\n  return out_;\n")
+    return "".join(lines)
+
+
+def frontend_definitions(cat):
+    out = [generated_banner("//"),
+           "// The pointwise ops' functions, methods and gradients.\n"
+           '#include "autograd/formulas.h"\n'
+           '#include "autograd/record.h"\n'
+           '#include "kiln/ops.h"\n'
+           '#include "ops/pointwise.h"\n\n'
+           "namespace kiln {\n\n"
+           "using detail::OpId;\nusing detail::Promote;\nusing namespace detail::formulas;\n"
+           "namespace ag = detail::autograd_impl;\n"
+           "using Grads = std::vector<Tensor>;\nusing Saved = std::vector<Tensor>;\n\n"]
+    for op in pointwise_ops(cat):
+        fe = op["frontend"]
+        fn, short = fe["function"], short_name(op)
+        promote = f"Promote::{PROMOTIONS[fe['promote']]}"
+        names = [o["name"] for o in op["inputs"]]
+        kind = "unary" if len(names) == 1 else "binary"
+        call = f"detail::pointwise_{kind}(OpId::{short}, \"{fn}\", {', '.join(names)}, {promote})"
+        out.append(f"Tensor {fn}({parameters(op)}) {{\n")
+        out.append(gradient_code(op, fn, call) if op["differentiable"] else f"  return {call};\n")
+        out.append("}\n")
+        if fe.get("scalar"):
+            a, b = names
+            out.append(f"Tensor {fn}(const Tensor& {a}, Scalar {b}) {{\n"
+                       f"  return {fn}({a}, detail::scalar_operand({a}, {b}, \"{fn}\"));\n}}\n"
+                       f"Tensor {fn}(Scalar {a}, const Tensor& {b}) {{\n"
+                       f"  return {fn}(detail::scalar_operand({b}, {a}, \"{fn}\"), {b});\n}}\n")
+        if fe.get("method"):
+            if kind == "unary":
+                out.append(f"Tensor Tensor::{fn}() const {{ return kiln::{fn}(*this); }}\n")
+            else:
+                out.append(f"Tensor Tensor::{fn}(const Tensor& other) const {{ return kiln::{fn}(*this, other); }}\n")
+                if fe.get("scalar"):
+                    out.append(f"Tensor Tensor::{fn}(Scalar other) const {{ return kiln::{fn}(*this, other); }}\n")
+        if fe.get("inplace"):
+            out.append(f"Tensor& Tensor::{fn}_(const Tensor& other) {{\n"
+                       f"  return detail::pointwise_inplace(OpId::{short}, \"{fn}_\", *this, other, {promote});\n}}\n"
+                       f"Tensor& Tensor::{fn}_(Scalar other) {{\n"
+                       f"  return detail::pointwise_inplace(OpId::{short}, \"{fn}_\", *this,\n"
+                       f"                                   detail::scalar_operand(*this, other, \"{fn}_\"), {promote});\n}}\n")
+        out.append("\n")
+    out.append("}  // namespace kiln\n")
+    return "".join(out)
+
+
+def test_table(cat):
+    out = [generated_banner("//"),
+           "// Every generated pointwise op, for the tests that cover them all (the conformance\n"
+           "// suite, gradcheck): its function, dtypes and where to sample its inputs.\n"
+           "#pragma once\n\n#include <cstdint>\n\n"
+           '#include "kiln/kiln.h"\n#include "kiln/op_catalogue.h"\n\n'
+           "namespace kiln::testing {\n\n"
+           "struct PointwiseOp {\n"
+           "  const char* op;        ///< \"kiln.exp\"\n"
+           "  const char* function;  ///< \"exp\"\n"
+           "  Tensor (*unary)(const Tensor&);                 ///< set for one input\n"
+           "  Tensor (*binary)(const Tensor&, const Tensor&);  ///< set for two\n"
+           "  uint32_t dtypes;       ///< KILN_DTYPES_* of the inputs the kernels take\n"
+           "  bool to_float;         ///< integer inputs compute in float32 (promote \"float\")\n"
+           "  bool boolean_result;   ///< a comparison or logical op\n"
+           "  double domain[2][2];   ///< [input][lo, hi] to sample from\n"
+           "  bool differentiable;\n"
+           "  bool special;          ///< also check ±0, ±inf and NaN\n"
+           "};\n\n"
+           "inline const PointwiseOp kPointwiseOps[] = {\n"]
+    for op in pointwise_ops(cat):
+        fe = op["frontend"]
+        fn = fe["function"]
+        n = len(op["inputs"])
+        sig = "Tensor (*)(const Tensor&)" if n == 1 else "Tensor (*)(const Tensor&, const Tensor&)"
+        ptr = f"static_cast<{sig}>(&kiln::{fn})"
+        unary, binary = (ptr, "nullptr") if n == 1 else ("nullptr", ptr)
+        test = op.get("test", {})
+        domain = test.get("domain", [[-3, 3]] * n)
+        domain = domain + domain[:1] if n == 1 else domain
+        dom = ", ".join("{" + f"{float(lo)!r}, {float(hi)!r}" + "}" for lo, hi in domain)
+        out.append(
+            f"    {{\"{op['name']}\", \"{fn}\", {unary}, {binary}, "
+            f"KILN_DTYPES_{op['dtypes']['class'].upper()}, {str(fe['promote'] == 'float').lower()}, "
+            f"{str(fe['promote'] in ('compare', 'logical')).lower()}, {{{dom}}}, "
+            f"{str(bool(op['differentiable'])).lower()}, {str(bool(test.get('special'))).lower()}}},\n")
+    out.append("};\n\n}  // namespace kiln::testing\n")
+    return "".join(out)
+
+
+def dtype_rules(cat):
+    out = [generated_banner("//"),
+           "// X(op, allowed, dtype_of_output, dtype_operand) for every catalogue op, in catalogue\n"
+           "// order: the dtypes the deciding operand may have (its class and the optional dtypes\n"
+           "// a kernel may take), for the dispatcher's check (libkiln only, not installed).\n"
+           "#pragma once\n\n"
+           '#include "kiln/op_catalogue.h"\n\n'
+           "#define KILN_OP_DTYPE_RULES(X) \\\n"]
+    rows = []
+    for op in cat["ops"]:
+        of_output, index = deciding_operand(op)
+        mask = f"KILN_DTYPES_{op['dtypes']['class'].upper()}"
+        for d in op["dtypes"].get("optional", []):
+            mask += f" | (1u << KILN_DTYPE_{d.upper()})"
+        rows.append(f"  X({short_name(op)}, ({mask}), {of_output}, {index})")
+    out.append(" \\\n".join(rows) + "\n")
+    return "".join(out)
+
+
+def generate(cat, out):
+    files = {
+        "frontend/private/op_dtype_rules.h": dtype_rules(cat),
+        "api/kiln/op_catalogue.h": catalogue_header(cat),
+        "sdk/kiln/sdk/pointwise_ops.h": sdk_pointwise_header(cat),
+        "frontend/kiln/pointwise_ops.h": frontend_declarations(cat),
+        "frontend/kiln/pointwise_methods.h": frontend_methods(cat),
+        "frontend/pointwise_ops.cpp": frontend_definitions(cat),
+        "testing/kiln/testing/pointwise_ops.h": test_table(cat),
+    }
+    for path, text in files.items():
+        write_if_changed(os.path.join(out, *path.split("/")), text)
+
+if __name__ == "__main__":
+    sys.exit(main())

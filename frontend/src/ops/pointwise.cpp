@@ -1,0 +1,91 @@
+// The pointwise ops' shared implementation (ops/pointwise.h): type promotion,
+// broadcasting and the in-place rules. The ops themselves, with their gradients, are
+// generated from api/ops.json (pointwise_ops.cpp in the build tree).
+
+#include "ops/pointwise.h"
+
+#include "autograd/record.h"
+#include "ops/common.h"
+
+namespace kiln::detail {
+
+namespace {
+
+DType compute_dtype(Promote promote, DType promoted) {
+  if (promote == Promote::Float && !is_floating(promoted)) return DType::Float32;
+  return promoted;
+}
+
+DType result_dtype(Promote promote, DType computed) {
+  return promote == Promote::Compare || promote == Promote::Logical ? DType::Bool : computed;
+}
+
+void check_not_bool(const char* op, DType dtype) {
+  KILN_CHECK(dtype != DType::Bool, op,
+             ": not supported for bool tensors (convert with "
+             ".to(kiln::int64) or use logical_and/logical_or)");
+}
+
+}  // namespace
+
+Tensor pointwise_unary(OpId op, const char* name, const Tensor& x, Promote promote,
+                       std::initializer_list<kiln_attr> attrs) {
+  const auto& impl = impl_of(x, name);
+  DType dtype = compute_dtype(promote, impl.dtype);
+  if (promote == Promote::Arith) check_not_bool(name, dtype);
+  Tensor in = cast(x, dtype);
+  Tensor out = empty_on(x, x.shape(), result_dtype(promote, dtype));
+  dispatch(op, {in.impl().get()}, {out.impl().get()}, attrs);
+  return out;
+}
+
+Tensor pointwise_binary(OpId op, const char* name, const Tensor& a, const Tensor& b,
+                        Promote promote) {
+  check_same_device(name, {&a, &b});
+  DType dtype = compute_dtype(promote, promote_types(a.dtype(), b.dtype()));
+  if (promote == Promote::Arith) check_not_bool(name, dtype);
+  Tensor ca = cast(a, dtype), cb = cast(b, dtype);
+  DType out_dtype = result_dtype(promote, dtype);
+  Tensor out;
+  if (a.shape() == b.shape()) [[likely]] {
+    out = empty_on(a, a.shape(), out_dtype);
+  } else {
+    auto shape = broadcast_shapes(a.shape(), b.shape(), name);
+    out = empty_on(a, shape, out_dtype);
+    ca = expand_to(ca, shape);
+    cb = expand_to(cb, shape);
+  }
+  dispatch(op, {ca.impl().get(), cb.impl().get()}, {out.impl().get()});
+  return out;
+}
+
+Tensor& pointwise_inplace(OpId op, const char* name, Tensor& self, const Tensor& other,
+                          Promote promote) {
+  check_same_device(name, {&self, &other});
+  autograd_impl::check_inplace(self, name, &other);
+  const auto& impl = *self.impl();
+  DType dtype = impl.dtype;
+  DType promoted = compute_dtype(promote, promote_types(dtype, other.dtype()));
+  KILN_CHECK(promote_types(promoted, dtype) == dtype, name, ": the result type ", promoted,
+             " cannot be stored in place in a ", dtype, " tensor");
+  check_not_bool(name, dtype);
+  KILN_CHECK(!impl.has_internal_overlap(), name,
+             ": cannot write in place into a tensor whose elements overlap (an expanded "
+             "view); call .contiguous() first");
+  Tensor b = cast(other, dtype);
+  if (b.shape() != self.shape()) {
+    auto shape = broadcast_shapes(self.shape(), other.shape(), name);
+    KILN_CHECK(IntArrayRef(shape) == self.shape(), name, ": the operand of shape ", other.shape(),
+               " does not broadcast to the in-place shape ", self.shape());
+    b = b.expand(self.shape());
+  }
+  dispatch(op, {&impl, b.impl().get()}, {&impl});
+  return self;
+}
+
+Tensor scalar_operand(const Tensor& like, Scalar s, const char* name) {
+  const auto& impl = impl_of(like, name);
+  return scalar_on(like, s, s.result_type(impl.dtype));
+}
+
+}  // namespace kiln::detail

@@ -23,7 +23,13 @@ scripts/sdk-check.sh build
 # KILN_MPI=OFF: Open MPI keeps allocations until exit that LeakSanitizer reports (a
 # known Open MPI trait); the MPI group and DDP tests run in the plain build under
 # mpirun (DDP's reducer, which lives in libkiln, is still built here).
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON \
+# Both sanitizer builds: -O1 with line tables only (-g1), not RelWithDebInfo's -O2 -g.
+# -O1 is what AddressSanitizer's documentation recommends, and reports still name file
+# and line. Each file compiles in about 0.6 of the time (kiln_info.cpp under ASan:
+# 34 s at -O2 -g, 19 s at -O1 -g1), the longest step of a CI run.
+sanitizer_build=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+                 "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
+cmake -S . -B build-asan -G Ninja "${sanitizer_build[@]}" -DKILN_WERROR=ON \
   -DKILN_SANITIZE=address,undefined -DKILN_BUILD_BENCHMARKS=OFF -DKILN_CUDA=OFF -DKILN_MPI=OFF
 cmake --build build-asan --parallel "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
@@ -37,7 +43,7 @@ UBSAN_OPTIONS=print_stacktrace=1 \
 # (halt_on_error). OpenBLAS is not instrumented, but the CPU plugin runs it
 # single-threaded inside its own pool's tasks, so every hand-off between threads is one
 # TSan sees.
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON \
+cmake -S . -B build-tsan -G Ninja "${sanitizer_build[@]}" -DKILN_WERROR=ON \
   -DKILN_SANITIZE=thread -DKILN_BUILD_BENCHMARKS=OFF -DKILN_CUDA=OFF -DKILN_MPI=OFF
 cmake --build build-tsan --parallel "$jobs" --target kiln_cpu kiln_runtime_test kiln_data_test \
   kiln_distributed_tests kiln_cpu_plugin_tests kiln_cpu_collectives_tests kiln_exit_with_running_threads

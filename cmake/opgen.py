@@ -389,14 +389,11 @@ def gradient_code(op, fn, promote_call):
     lines = [f"  Tensor out_ = {promote_call};\n"]
     if len(names) == 1:
         x = names[0]
-        formula = grad[x] if "backward" not in grad else f"{grad['backward']}(grad, saved[0])"
-        saves = [n for n in (x, "result") if "backward" not in grad and uses(formula, n)]
-        if "backward" in grad:
-            saves = [x]
+        # A hand-written helper of a unary op is called as helper(grad, x).
+        formula = f"{grad['backward']}(grad, {x})" if "backward" in grad else grad[x]
+        saves = [n for n in (x, "result") if uses(formula, n)]
         saved_list = ", ".join(n if n != "result" else "out_" for n in saves)
         body = "".join(f"                 const Tensor& {n} = saved[{i}];\n" for i, n in enumerate(saves))
-        if "backward" in grad:
-            body = ""
         lines.append(f"  if (ag::needs_grad({{{inputs_ptrs}}}))\n")
         param = "const Saved& saved" if saves else "const Saved&"
         lines.append(f"    ag::record(\"{node}\", out_, {{{inputs_ptrs}}}, {{{saved_list}}},\n"
@@ -489,12 +486,9 @@ def test_table(cat):
            "namespace kiln::testing {\n\n"
            "struct PointwiseOp {\n"
            "  const char* op;        ///< \"kiln.exp\"\n"
-           "  const char* function;  ///< \"exp\"\n"
            "  Tensor (*unary)(const Tensor&);                 ///< set for one input\n"
            "  Tensor (*binary)(const Tensor&, const Tensor&);  ///< set for two\n"
            "  uint32_t dtypes;       ///< KILN_DTYPES_* of the inputs the kernels take\n"
-           "  bool to_float;         ///< integer inputs compute in float32 (promote \"float\")\n"
-           "  bool boolean_result;   ///< a comparison or logical op\n"
            "  double domain[2][2];   ///< [input][lo, hi] to sample from\n"
            "  bool differentiable;\n"
            "  bool special;          ///< also check ±0, ±inf and NaN\n"
@@ -512,9 +506,8 @@ def test_table(cat):
         domain = domain + domain[:1] if n == 1 else domain
         dom = ", ".join("{" + f"{float(lo)!r}, {float(hi)!r}" + "}" for lo, hi in domain)
         out.append(
-            f"    {{\"{op['name']}\", \"{fn}\", {unary}, {binary}, "
-            f"KILN_DTYPES_{op['dtypes']['class'].upper()}, {str(fe['promote'] == 'float').lower()}, "
-            f"{str(fe['promote'] in ('compare', 'logical')).lower()}, {{{dom}}}, "
+            f"    {{\"{op['name']}\", {unary}, {binary}, "
+            f"KILN_DTYPES_{op['dtypes']['class'].upper()}, {{{dom}}}, "
             f"{str(bool(op['differentiable'])).lower()}, {str(bool(test.get('special'))).lower()}}},\n")
     out.append("};\n\n}  // namespace kiln::testing\n")
     return "".join(out)

@@ -88,13 +88,11 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
 }
 
 Tensor where(const Tensor& condition, const Tensor& a, Scalar b) {
-  detail::impl_of(a, "where");
-  return where(condition, a, detail::scalar_on(a, b, b.result_type(a.dtype())));
+  return where(condition, a, detail::scalar_operand(a, b, "where"));
 }
 
 Tensor where(const Tensor& condition, Scalar a, const Tensor& b) {
-  detail::impl_of(b, "where");
-  return where(condition, detail::scalar_on(b, a, a.result_type(b.dtype())), b);
+  return where(condition, detail::scalar_operand(b, a, "where"), b);
 }
 
 // -- operators -------------------------------------------------------------------------

@@ -12,7 +12,12 @@ With --out it writes, each file only when its text changes (so nothing rebuilds 
   frontend/kiln/pointwise_ops.h    C++: the free functions of the generated pointwise ops
   frontend/kiln/pointwise_methods.h  C++: their Tensor methods (included in class Tensor)
   frontend/pointwise_ops.cpp       C++: their definitions, with each gradient formula
-  tests/kiln_generated/pointwise_cases.h  C++: what the conformance suite and gradcheck
+  sdk/kiln/sdk/op_attrs.h          C++: each op's attributes as a struct that a kernel
+                                   reads and type-checks in one call (kiln::sdk::attrs)
+  frontend/private/op_attrs.h      C++: the same structs as the frontend packs them
+                                   (kiln::detail::attrs), for detail::dispatch
+  frontend/private/op_dtype_rules.h  C++: the dtypes the dispatcher lets through per op
+  testing/kiln/testing/pointwise_ops.h  C++: what the conformance suite and gradcheck
                                    need to test every generated pointwise op
 Python 3 standard library only (Debian's python3).
 """
@@ -22,6 +27,7 @@ import json
 import os
 import re
 import sys
+import textwrap
 
 LAYOUT_FLAGS = {
     "strided": "KILN_KERNEL_STRIDED_INPUTS | KILN_KERNEL_STRIDED_OUTPUTS",
@@ -95,6 +101,7 @@ def check_catalogue(cat):
         for d in op["dtypes"].get("optional", []):
             if d not in cat["dtype_classes"]["all"] or d in cat["dtype_classes"][op["dtypes"]["class"]]:
                 fail(op["name"], f"optional dtype '{d}' is not a dtype outside the op's class")
+        check_attributes(op)
         if "frontend" in op:
             check_pointwise(op)
 
@@ -156,7 +163,8 @@ def attributes_cell(attributes):
         return "—"
     cells = []
     for a in attributes:
-        cell = f"`{a['name']}: {a['type']}`"
+        count = f"[{a['count']}]" if "count" in a else ""
+        cell = f"`{a['name']}: {a['type']}{count}`"
         if "default" in a:
             default = a["default"]
             if isinstance(default, bool):
@@ -532,8 +540,129 @@ def dtype_rules(cat):
     return "".join(out)
 
 
+# -- attributes: one struct per attribute list, packed by the frontend, read by kernels ---
+#
+# An attribute is {"name", "type": FLOAT|INT|STRING|INTS, "count" (INTS: how many
+# values), "optional" and "default" (a C++ literal; the value a kernel sees when a caller
+# built against an older catalogue does not pass it)}.
+
+ATTR_TYPES = {
+    # type: (frontend field, SDK field, OpArgs reader, frontend packer)
+    "FLOAT": ("double", "double", "attr_float", "float_attr"),
+    "INT": ("int64_t", "int64_t", "attr_int", "int_attr"),
+    "STRING": ("const char*", "const char*", "attr_string", "string_attr"),
+    "INTS": (None, "const int64_t*", "attr_ints", "ints_attr"),
+}
+# The optional types OpArgs has a reader with a fallback for.
+OPTIONAL_READERS = {"STRING": "attr_string_or"}
+
+
+def check_attributes(op):
+    names = set()
+    for a in op["attributes"]:
+        where = f"{op['name']} attribute '{a.get('name')}'"
+        if not IDENT.fullmatch(a["name"]) or a["name"] in names:
+            fail(where, "not a C++ name, or listed twice")
+        names.add(a["name"])
+        if a["type"] not in ATTR_TYPES:
+            fail(where, f"type must be one of {sorted(ATTR_TYPES)}")
+        if (a["type"] == "INTS") != ("count" in a) or a.get("count", 1) < 1:
+            fail(where, "an INTS attribute, and only it, states its count (>= 1)")
+        if bool(a.get("optional")) != ("default" in a):
+            fail(where, "an optional attribute, and only it, has a default")
+        if a.get("optional") and a["type"] not in OPTIONAL_READERS:
+            fail(where, f"optional attributes of type {a['type']} have no OpArgs reader yet")
+
+
+def attribute_lists(cat):
+    """[(op, [ops with the same attribute list, op first])] for the first op of each list."""
+    groups = {}
+    for op in cat["ops"]:
+        if op["attributes"]:
+            groups.setdefault(json.dumps(op["attributes"], sort_keys=True), []).append(op)
+    return [(ops[0], ops) for ops in groups.values()]
+
+
+def sdk_attrs_header(cat):
+    out = [generated_banner("//"),
+           "// Each op's attributes as a struct whose read() finds them by name and checks their\n"
+           "// types (and INTS counts), throwing kiln::sdk::Error (KILN_STATUS_INVALID_ARGUMENT)\n"
+           "// when one is missing or mistyped. Ops with the same attribute list share a struct\n"
+           "// (kiln::sdk::attrs::conv2d_backward_input is attrs::conv2d):\n"
+           "// @code\n"
+           "//   const auto a = kiln::sdk::attrs::sgd_step::read(args);  // a.lr, a.momentum, ...\n"
+           "// @endcode\n"
+           "#ifndef KILN_SDK_OP_ATTRS_H\n#define KILN_SDK_OP_ATTRS_H\n\n"
+           "#include <cstdint>\n\n"
+           '#include "kiln/sdk/op_args.h"\n\n'
+           "namespace kiln::sdk::attrs {\n\n"]
+    for op, sharing in attribute_lists(cat):
+        name = short_name(op)
+        fields, reads = [], []
+        for a in op["attributes"]:
+            _, field, reader, _ = ATTR_TYPES[a["type"]]
+            note = f"  ///< {a['count']} values" if a["type"] == "INTS" else ""
+            note = f"  ///< {a['default']} when not passed" if a.get("optional") else note
+            fields.append(f"  {field} {a['name']};{note}\n")
+            if a.get("optional"):
+                reads.append(f"args.{OPTIONAL_READERS[a['type']]}(\"{a['name']}\", {a['default']})")
+            elif a["type"] == "INTS":
+                reads.append(f"args.{reader}(\"{a['name']}\", {a['count']})")
+            else:
+                reads.append(f"args.{reader}(\"{a['name']}\")")
+        ops = textwrap.fill(f"The attributes of {', '.join(o['name'] for o in sharing)} "
+                            "(api/OPS.md), as a kernel reads them.", 86,
+                            initial_indent="/// ", subsequent_indent="/// ")
+        out.append(ops + "\n"
+                   f"struct {name} {{\n" + "".join(fields) +
+                   f"\n  static {name} read(const OpArgs& args) {{\n    return {{" +
+                   ",\n            ".join(reads) + "};\n  }\n};\n")
+        out.extend(f"using {short_name(o)} = {name};\n" for o in sharing[1:])
+        out.append("\n")
+    out.append("}  // namespace kiln::sdk::attrs\n\n#endif  // KILN_SDK_OP_ATTRS_H\n")
+    return "".join(out)
+
+
+def frontend_attrs_header(cat):
+    out = [generated_banner("//"),
+           "// Each op's attributes as the frontend passes them: a struct per op, filled with\n"
+           "// designated initializers and handed to detail::dispatch, which packs it\n"
+           "// (libkiln only, not installed):\n"
+           "// @code\n"
+           "//   detail::dispatch(attrs::softmax{.dim = d}, {x.impl().get()}, {y.impl().get()});\n"
+           "// @endcode\n"
+           "#pragma once\n\n#include <array>\n#include <cstdint>\n\n"
+           '#include "kiln/c_api.h"\n#include "ops/dispatch.h"\n\n'
+           "namespace kiln::detail::attrs {\n\n"]
+    for op in cat["ops"]:
+        if not op["attributes"]:
+            continue
+        name = short_name(op)
+        fields, packs = [], []
+        for a in op["attributes"]:
+            field, _, _, packer = ATTR_TYPES[a["type"]]
+            if a["type"] == "INTS":
+                field = f"std::array<int64_t, {a['count']}>"
+                packs.append(f"{packer}(\"{a['name']}\", {a['name']}.data(), {a['count']})")
+            else:
+                packs.append(f"{packer}(\"{a['name']}\", {a['name']})")
+            default = f" = {a['default']}" if a.get("optional") else ""
+            fields.append(f"  {field} {a['name']}{default};\n")
+        n = len(op["attributes"])
+        out.append(f"/// {op['name']}'s attributes (api/OPS.md), as the frontend passes them.\n"
+                   f"struct {name} {{\n"
+                   f"  static constexpr OpId op = OpId::{name};\n" + "".join(fields) +
+                   f"\n  /// Views of the fields: valid while this struct lives.\n"
+                   f"  std::array<kiln_attr, {n}> pack() const {{\n    return {{" +
+                   ",\n            ".join(packs) + "};\n  }\n};\n\n")
+    out.append("}  // namespace kiln::detail::attrs\n")
+    return "".join(out)
+
+
 def generate(cat, out):
     files = {
+        "sdk/kiln/sdk/op_attrs.h": sdk_attrs_header(cat),
+        "frontend/private/op_attrs.h": frontend_attrs_header(cat),
         "frontend/private/op_dtype_rules.h": dtype_rules(cat),
         "api/kiln/op_catalogue.h": catalogue_header(cat),
         "sdk/kiln/sdk/pointwise_ops.h": sdk_pointwise_header(cat),

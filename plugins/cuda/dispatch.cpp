@@ -165,6 +165,7 @@ const char* Launch::op_name() const noexcept {
 }
 
 bool Launch::allow_tf32(const sdk::OpArgs& args) const {
+  // matmul's and the conv2d ops' attribute lists differ; both have this optional STRING
   const char* precision = args.attr_string_or("precision", "highest");
   return std::strcmp(precision, "high") == 0 || std::strcmp(precision, "medium") == 0;
 }

@@ -26,15 +26,6 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
   return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
 }
 
-kiln_attr ints_attr(const char* name, const int64_t (&v)[2]) {
-  kiln_attr a{};
-  a.name = name;
-  a.type = KILN_ATTR_INTS;
-  a.count = 2;
-  a.value.ints = v;
-  return a;
-}
-
 // ---- convolution ----------------------------------------------------------------
 
 struct ConvCase {

@@ -131,6 +131,15 @@ kiln_attr string_attr(const char* name, const char* value) {
   return a;
 }
 
+kiln_attr ints_attr(const char* name, const int64_t* values, int64_t count) {
+  kiln_attr a{};
+  a.name = name;
+  a.type = KILN_ATTR_INTS;
+  a.count = count;
+  a.value.ints = values;
+  return a;
+}
+
 kiln_kernel get_kernel(const char* name, int32_t version) {
   CpuPlugin& p = CpuPlugin::get();
   kiln_kernel kernel{};

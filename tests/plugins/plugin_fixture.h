@@ -83,6 +83,11 @@ View view_of(std::vector<T>& data, kiln_dtype dtype, std::vector<int64_t> shape,
 kiln_attr float_attr(const char* name, double value);
 kiln_attr int_attr(const char* name, int64_t value);
 kiln_attr string_attr(const char* name, const char* value);
+kiln_attr ints_attr(const char* name, const int64_t* values, int64_t count);
+template <size_t N>
+kiln_attr ints_attr(const char* name, const int64_t (&values)[N]) {
+  return ints_attr(name, values, static_cast<int64_t>(N));
+}
 
 /// Looks `name` up (version 1) on cpu:0; `run` is NULL when the plugin lacks it.
 kiln_kernel get_kernel(const char* name, int32_t version = 1);

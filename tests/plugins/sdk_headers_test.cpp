@@ -1,6 +1,7 @@
 // The SDK headers every backend shares: Philox (known-answer tests), the half-type
 // conversions (exhaustive and against a brute-force nearest-value reference) and the
-// status helpers. Header-only, so tested here without the plugin.
+// status helpers, and the generated attribute structs. Header-only, so tested here without the
+// plugin.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,10 +9,15 @@
 #include <limits>
 #include <new>
 #include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "kiln/sdk/half.h"
+#include "kiln/sdk/op_attrs.h"
 #include "kiln/sdk/philox.h"
 #include "kiln/sdk/status.h"
+#include "plugin_fixture.h"
 
 namespace kiln::test {
 namespace {
@@ -211,6 +217,54 @@ TEST(SdkStatus, GuardTurnsExceptionsIntoStatuses) {
   const auto unknown = code_and_message(sdk::guard([] { throw 42; }));
   EXPECT_EQ(unknown.first, KILN_STATUS_INTERNAL);
   EXPECT_EQ(unknown.second, "unknown exception");
+}
+
+// The message of the sdk::Error that reading `Attrs` from `attrs` throws ("" if none).
+template <class Attrs>
+std::string attrs_error(const std::vector<kiln_attr>& attrs) {
+  const kiln_op_args raw{sizeof raw, nullptr, 0, nullptr, 0, attrs.data(), attrs.size(), nullptr};
+  try {
+    Attrs::read(sdk::OpArgs(&raw));
+  } catch (const sdk::Error& e) {
+    EXPECT_EQ(e.code(), KILN_STATUS_INVALID_ARGUMENT);
+    return e.what();
+  }
+  return "";
+}
+
+// kiln/sdk/op_attrs.h is generated from api/ops.json: each op's attributes by name,
+// type, count and default, read in one call.
+TEST(SdkAttrs, GeneratedStructsReadEveryAttributeByNameAndType) {
+  const std::vector<kiln_attr> sgd = {
+      float_attr("momentum", 0.9),  float_attr("lr", 0.1),   int_attr("first_step", 1),
+      float_attr("dampening", 0.0), int_attr("nesterov", 0), float_attr("weight_decay", 5e-4)};
+  const kiln_op_args raw{sizeof raw, nullptr, 0, nullptr, 0, sgd.data(), sgd.size(), nullptr};
+  const sdk::attrs::sgd_step a = sdk::attrs::sgd_step::read(sdk::OpArgs(&raw));
+  EXPECT_EQ(a.lr, 0.1);  // found by name, whatever the order
+  EXPECT_EQ(a.momentum, 0.9);
+  EXPECT_EQ(a.weight_decay, 5e-4);
+  EXPECT_EQ(a.first_step, 1);
+  EXPECT_EQ(a.nesterov, 0);
+
+  const std::vector<kiln_attr> missing(sgd.begin(), sgd.end() - 1);
+  EXPECT_EQ(attrs_error<sdk::attrs::sgd_step>(missing), "missing attribute 'weight_decay'");
+  std::vector<kiln_attr> mistyped = sgd;
+  mistyped[1] = int_attr("lr", 1);
+  EXPECT_EQ(attrs_error<sdk::attrs::sgd_step>(mistyped), "attribute 'lr' must be FLOAT");
+
+  // INTS carry their count; the optional precision has the catalogue's default.
+  const int64_t one[3] = {1, 1, 1}, zero[2] = {0, 0};
+  std::vector<kiln_attr> conv = {ints_attr("stride", one, 2), ints_attr("padding", zero),
+                                 ints_attr("dilation", one, 2), int_attr("groups", 1)};
+  const kiln_op_args conv_raw{sizeof conv_raw, nullptr,     0,      nullptr, 0,
+                              conv.data(),     conv.size(), nullptr};
+  const sdk::attrs::conv2d c = sdk::attrs::conv2d::read(sdk::OpArgs(&conv_raw));
+  EXPECT_STREQ(c.precision, "highest");
+  EXPECT_EQ(c.padding[1], 0);
+  conv[0] = ints_attr("stride", one);
+  EXPECT_EQ(attrs_error<sdk::attrs::conv2d>(conv), "attribute 'stride' must hold 2 values, got 3");
+  static_assert(std::is_same_v<sdk::attrs::conv2d_backward_weight, sdk::attrs::conv2d>,
+                "ops with one attribute list share one struct");
 }
 
 }  // namespace

@@ -17,19 +17,8 @@ using Saved = std::vector<Tensor>;
 
 namespace {
 
-// Attribute storage that outlives the dispatch call.
-struct Ints2 {
-  std::array<int64_t, 2> v;
-  Ints2(Size2 s) : v{s.h, s.w} {}  // NOLINT
-  kiln_attr attr(const char* name) const {
-    kiln_attr a{};
-    a.name = name;
-    a.type = KILN_ATTR_INTS;
-    a.count = 2;
-    a.value.ints = v.data();
-    return a;
-  }
-};
+// An INTS[2] attribute's value.
+std::array<int64_t, 2> ints(Size2 s) { return {s.h, s.w}; }
 
 void check_image(const Tensor& x, const char* op) {
   detail::impl_of(x, op);
@@ -87,35 +76,36 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
   Tensor bc = b.defined() ? b.to(x.dtype()).contiguous()
                           : zeros({o}, TensorOptions(x.dtype()).device(x.device()));
   Tensor y = detail::empty_on(x, {n, o, ho, wo}, x.dtype());
-  Ints2 st(stride), pad(padding), dil(dilation);
-  detail::dispatch(OpId::conv2d, {xc.impl().get(), wc.impl().get(), bc.impl().get()},
-                   {y.impl().get()},
-                   {st.attr("stride"), pad.attr("padding"), dil.attr("dilation"),
-                    detail::int_attr("groups", groups), detail::matmul_precision_attr()});
+  const detail::attrs::conv2d attrs{.stride = ints(stride),
+                                    .padding = ints(padding),
+                                    .dilation = ints(dilation),
+                                    .groups = groups,
+                                    .precision = detail::matmul_precision()};
+  detail::dispatch(attrs, {xc.impl().get(), wc.impl().get(), bc.impl().get()}, {y.impl().get()});
   if (ag::needs_grad({&x, &weight, &b})) {
     bool gx = x.requires_grad(), gw = weight.requires_grad(), gb = ag::requires_grad(b);
-    ag::record(
-        "Conv2dBackward", y, {&x, &weight, &b}, {xc, wc},
-        [=](const Saved& s, const Tensor& g) -> Grads {
-          Tensor gc = g.contiguous();
-          Ints2 st2(stride), pad2(padding), dil2(dilation);
-          std::initializer_list<kiln_attr> attrs = {
-              st2.attr("stride"), pad2.attr("padding"), dil2.attr("dilation"),
-              detail::int_attr("groups", groups), detail::matmul_precision_attr()};
-          Grads grads(3);
-          if (gx) {
-            grads[0] = empty_like(s[0]);
-            detail::dispatch(OpId::conv2d_backward_input, {gc.impl().get(), s[1].impl().get()},
-                             {grads[0].impl().get()}, attrs);
-          }
-          if (gw) {
-            grads[1] = empty_like(s[1]);
-            detail::dispatch(OpId::conv2d_backward_weight, {gc.impl().get(), s[0].impl().get()},
-                             {grads[1].impl().get()}, attrs);
-          }
-          if (gb) grads[2] = g.sum({0, 2, 3});
-          return grads;
-        });
+    ag::record("Conv2dBackward", y, {&x, &weight, &b}, {xc, wc},
+               [=](const Saved& s, const Tensor& g) -> Grads {
+                 Tensor gc = g.contiguous();
+                 const char* precision = detail::matmul_precision();  // as set when backward runs
+                 Grads grads(3);
+                 if (gx) {
+                   grads[0] = empty_like(s[0]);
+                   detail::dispatch(
+                       detail::attrs::conv2d_backward_input{attrs.stride, attrs.padding,
+                                                            attrs.dilation, groups, precision},
+                       {gc.impl().get(), s[1].impl().get()}, {grads[0].impl().get()});
+                 }
+                 if (gw) {
+                   grads[1] = empty_like(s[1]);
+                   detail::dispatch(
+                       detail::attrs::conv2d_backward_weight{attrs.stride, attrs.padding,
+                                                             attrs.dilation, groups, precision},
+                       {gc.impl().get(), s[0].impl().get()}, {grads[1].impl().get()});
+                 }
+                 if (gb) grads[2] = g.sum({0, 2, 3});
+                 return grads;
+               });
   }
   return y;
 }
@@ -138,21 +128,21 @@ Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
   Tensor xc = x.contiguous();
   Tensor y = detail::empty_on(x, {x.size(0), x.size(1), ho, wo}, x.dtype());
   Tensor indices = detail::empty_on(x, {x.size(0), x.size(1), ho, wo}, DType::Int64);
-  Ints2 k(kernel_size), st(s), pad(padding), dil(dilation);
-  detail::dispatch(OpId::max_pool2d, {xc.impl().get()}, {y.impl().get(), indices.impl().get()},
-                   {k.attr("kernel_size"), st.attr("stride"), pad.attr("padding"),
-                    dil.attr("dilation"), detail::int_attr("ceil_mode", ceil_mode)});
+  const detail::attrs::max_pool2d attrs{.kernel_size = ints(kernel_size),
+                                        .stride = ints(s),
+                                        .padding = ints(padding),
+                                        .dilation = ints(dilation),
+                                        .ceil_mode = ceil_mode};
+  detail::dispatch(attrs, {xc.impl().get()}, {y.impl().get(), indices.impl().get()});
   if (ag::needs_grad({&x}))
     ag::record("MaxPool2dBackward", y, {&x}, {indices},
                [=, shape = x.shape().vec()](const Saved& sv, const Tensor& g) -> Grads {
-                 Ints2 k2(kernel_size), st2(s), pad2(padding), dil2(dilation);
                  Tensor dx = empty(shape, TensorOptions(g.dtype()).device(g.device()));
                  Tensor gc = g.contiguous();
                  detail::dispatch(
-                     OpId::max_pool2d_backward, {gc.impl().get(), sv[0].impl().get()},
-                     {dx.impl().get()},
-                     {k2.attr("kernel_size"), st2.attr("stride"), pad2.attr("padding"),
-                      dil2.attr("dilation"), detail::int_attr("ceil_mode", ceil_mode)});
+                     detail::attrs::max_pool2d_backward{attrs.kernel_size, attrs.stride,
+                                                        attrs.padding, attrs.dilation, ceil_mode},
+                     {gc.impl().get(), sv[0].impl().get()}, {dx.impl().get()});
                  return {dx};
                });
   return y;
@@ -172,21 +162,21 @@ Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
   KILN_CHECK(ho > 0 && wo > 0, "avg_pool2d: the input ", x.shape(), " is too small for the kernel");
   Tensor xc = x.contiguous();
   Tensor y = detail::empty_on(x, {x.size(0), x.size(1), ho, wo}, x.dtype());
-  Ints2 k(kernel_size), st(s), pad(padding);
-  detail::dispatch(OpId::avg_pool2d, {xc.impl().get()}, {y.impl().get()},
-                   {k.attr("kernel_size"), st.attr("stride"), pad.attr("padding"),
-                    detail::int_attr("ceil_mode", ceil_mode),
-                    detail::int_attr("count_include_pad", count_include_pad)});
+  const detail::attrs::avg_pool2d attrs{.kernel_size = ints(kernel_size),
+                                        .stride = ints(s),
+                                        .padding = ints(padding),
+                                        .ceil_mode = ceil_mode,
+                                        .count_include_pad = count_include_pad};
+  detail::dispatch(attrs, {xc.impl().get()}, {y.impl().get()});
   if (ag::needs_grad({&x}))
     ag::record("AvgPool2dBackward", y, {&x}, {},
                [=, shape = x.shape().vec()](const Saved&, const Tensor& g) -> Grads {
-                 Ints2 k2(kernel_size), st2(s), pad2(padding);
                  Tensor dx = empty(shape, TensorOptions(g.dtype()).device(g.device()));
                  Tensor gc = g.contiguous();
-                 detail::dispatch(OpId::avg_pool2d_backward, {gc.impl().get()}, {dx.impl().get()},
-                                  {k2.attr("kernel_size"), st2.attr("stride"), pad2.attr("padding"),
-                                   detail::int_attr("ceil_mode", ceil_mode),
-                                   detail::int_attr("count_include_pad", count_include_pad)});
+                 detail::dispatch(detail::attrs::avg_pool2d_backward{attrs.kernel_size,
+                                                                     attrs.stride, attrs.padding,
+                                                                     ceil_mode, count_include_pad},
+                                  {gc.impl().get()}, {dx.impl().get()});
                  return {dx};
                });
   return y;

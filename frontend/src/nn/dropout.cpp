@@ -23,10 +23,10 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   Tensor y = empty_like(xc);
   Tensor mask = detail::empty_on(x, x.shape(), DType::UInt8);
   GeneratorState state = detail::reserve_random(x.numel());
-  detail::dispatch(
-      OpId::dropout, {xc.impl().get()}, {y.impl().get(), mask.impl().get()},
-      {detail::float_attr("p", p), detail::int_attr("seed", static_cast<int64_t>(state.seed)),
-       detail::int_attr("offset", static_cast<int64_t>(state.offset))});
+  detail::dispatch(detail::attrs::dropout{.p = p,
+                                          .seed = static_cast<int64_t>(state.seed),
+                                          .offset = static_cast<int64_t>(state.offset)},
+                   {xc.impl().get()}, {y.impl().get(), mask.impl().get()});
   if (ag::needs_grad({&x}))
     ag::record("DropoutBackward", y, {&x}, {mask},
                [scale = 1.0 / (1.0 - p)](const Saved& s, const Tensor& g) -> Grads {

@@ -49,17 +49,16 @@ Tensor nll_per_sample(const Tensor& logp, const Tensor& target, int64_t ignore_i
   Tensor lc = logp.contiguous();
   Tensor t = target.to(DType::Int64).contiguous();
   Tensor loss = detail::empty_on(logp, {logp.size(0)}, logp.dtype());
-  detail::dispatch(OpId::nll_loss, {lc.impl().get(), t.impl().get()}, {loss.impl().get()},
-                   {detail::int_attr("ignore_index", ignore_index)});
+  detail::dispatch(detail::attrs::nll_loss{.ignore_index = ignore_index},
+                   {lc.impl().get(), t.impl().get()}, {loss.impl().get()});
   if (ag::needs_grad({&logp}))
     ag::record("NllLossBackward", loss, {&logp}, {t},
                [ignore_index, c = logp.size(1)](const std::vector<Tensor>& s,
                                                 const Tensor& g) -> std::vector<Tensor> {
                  Tensor gc = g.contiguous();
                  Tensor dx = detail::empty_on(g, {g.size(0), c}, g.dtype());
-                 detail::dispatch(OpId::nll_loss_backward, {gc.impl().get(), s[0].impl().get()},
-                                  {dx.impl().get()},
-                                  {detail::int_attr("ignore_index", ignore_index)});
+                 detail::dispatch(detail::attrs::nll_loss_backward{.ignore_index = ignore_index},
+                                  {gc.impl().get(), s[0].impl().get()}, {dx.impl().get()});
                  return {dx};
                });
   return loss;

@@ -60,9 +60,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   Tensor y = empty_like(xc);
   Tensor mean = detail::empty_on(x, {c}, x.dtype()), invstd = detail::empty_on(x, {c}, x.dtype());
   detail::dispatch(
-      OpId::batch_norm, {xc.impl().get(), wc.impl().get(), bc.impl().get()},
-      {y.impl().get(), mean.impl().get(), invstd.impl().get(), rm.impl().get(), rv.impl().get()},
-      {detail::float_attr("momentum", momentum), detail::float_attr("eps", eps)});
+      detail::attrs::batch_norm{.momentum = momentum, .eps = eps},
+      {xc.impl().get(), wc.impl().get(), bc.impl().get()},
+      {y.impl().get(), mean.impl().get(), invstd.impl().get(), rm.impl().get(), rv.impl().get()});
   bump_version(rm);
   bump_version(rv);
   if (ag::needs_grad({&x, &weight, &bias})) {
@@ -103,20 +103,19 @@ Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& w
   Tensor xc = x.contiguous();
   Tensor y = empty_like(xc);
   Tensor mean = detail::empty_on(x, {m}, x.dtype()), invstd = detail::empty_on(x, {m}, x.dtype());
-  detail::dispatch(OpId::layer_norm, {xc.impl().get(), w.impl().get(), b.impl().get()},
-                   {y.impl().get(), mean.impl().get(), invstd.impl().get()},
-                   {detail::int_attr("normalized_ndim", k), detail::float_attr("eps", eps)});
+  detail::dispatch(detail::attrs::layer_norm{.normalized_ndim = k, .eps = eps},
+                   {xc.impl().get(), w.impl().get(), b.impl().get()},
+                   {y.impl().get(), mean.impl().get(), invstd.impl().get()});
   if (ag::needs_grad({&x, &weight, &bias})) {
     bool gw = ag::requires_grad(weight), gb = ag::requires_grad(bias);
     ag::record("LayerNormBackward", y, {&x, &weight, &bias}, {xc, w, mean, invstd},
                [gw, gb, k](const Saved& s, const Tensor& g) -> Grads {
                  Tensor gc = g.contiguous();
                  Tensor dx = empty_like(s[0]), dw = empty_like(s[1]), db = empty_like(s[1]);
-                 detail::dispatch(OpId::layer_norm_backward,
+                 detail::dispatch(detail::attrs::layer_norm_backward{.normalized_ndim = k},
                                   {gc.impl().get(), s[0].impl().get(), s[1].impl().get(),
                                    s[2].impl().get(), s[3].impl().get()},
-                                  {dx.impl().get(), dw.impl().get(), db.impl().get()},
-                                  {detail::int_attr("normalized_ndim", k)});
+                                  {dx.impl().get(), dw.impl().get(), db.impl().get()});
                  return {dx, gw ? dw : Tensor(), gb ? db : Tensor()};
                });
   }

@@ -23,18 +23,23 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
   Tensor y = empty_like(xc);
   if (x.numel() == 0) return y;
   if (x.dim() == 0) return log ? zeros_like(xc) : ones_like(xc);
-  detail::dispatch(log ? OpId::log_softmax : OpId::softmax, {xc.impl().get()}, {y.impl().get()},
-                   {detail::int_attr("dim", d)});
+  if (log)
+    detail::dispatch(detail::attrs::log_softmax{.dim = d}, {xc.impl().get()}, {y.impl().get()});
+  else
+    detail::dispatch(detail::attrs::softmax{.dim = d}, {xc.impl().get()}, {y.impl().get()});
   if (ag::needs_grad({&x}))
-    ag::record(log ? "LogSoftmaxBackward" : "SoftmaxBackward", y, {&x}, {y},
-               [d, log](const Saved& s, const Tensor& g) -> Grads {
-                 Tensor gc = g.contiguous();
-                 Tensor dx = empty_like(s[0]);
-                 detail::dispatch(log ? OpId::log_softmax_backward : OpId::softmax_backward,
-                                  {gc.impl().get(), s[0].impl().get()}, {dx.impl().get()},
-                                  {detail::int_attr("dim", d)});
-                 return {dx};
-               });
+    ag::record(
+        log ? "LogSoftmaxBackward" : "SoftmaxBackward", y, {&x}, {y},
+        [d, log](const Saved& s, const Tensor& g) -> Grads {
+          Tensor gc = g.contiguous();
+          Tensor dx = empty_like(s[0]);
+          const detail::Operands in{gc.impl().get(), s[0].impl().get()};
+          if (log)
+            detail::dispatch(detail::attrs::log_softmax_backward{.dim = d}, in, {dx.impl().get()});
+          else
+            detail::dispatch(detail::attrs::softmax_backward{.dim = d}, in, {dx.impl().get()});
+          return {dx};
+        });
   return y;
 }
 }  // namespace

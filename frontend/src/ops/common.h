@@ -8,6 +8,7 @@
 #include "kiln/error.h"
 #include "kiln/random.h"
 #include "kiln/tensor.h"
+#include "op_attrs.h"
 #include "ops/dispatch.h"
 
 namespace kiln::detail {
@@ -27,7 +28,7 @@ Tensor expand_to(const Tensor& t, IntArrayRef shape);
 
 /// The optional `precision` attribute of kiln.matmul and the kiln.conv2d ops
 /// (api/OPS.md), from kiln::set_matmul_precision.
-kiln_attr matmul_precision_attr();
+const char* matmul_precision();
 
 /// `t` converted to `dtype` (itself when it already is).
 Tensor cast(const Tensor& t, DType dtype);

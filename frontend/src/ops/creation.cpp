@@ -73,8 +73,7 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
                         step.to_int()
                   : static_cast<int64_t>(std::ceil((e - s) / st));
   Tensor t = empty({std::max<int64_t>(n, 0)}, options);
-  detail::dispatch(OpId::arange, {}, {t.impl().get()},
-                   {detail::float_attr("start", s), detail::float_attr("step", st)});
+  detail::dispatch(detail::attrs::arange{.start = s, .step = st}, {}, {t.impl().get()});
   return t;
 }
 
@@ -83,8 +82,7 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions options) 
   KILN_CHECK(is_floating(options.dtype()), "linspace: expected a floating dtype, got ",
              options.dtype());
   Tensor t = empty({steps}, options);
-  detail::dispatch(OpId::linspace, {}, {t.impl().get()},
-                   {detail::float_attr("start", start), detail::float_attr("end", end)});
+  detail::dispatch(detail::attrs::linspace{.start = start, .end = end}, {}, {t.impl().get()});
   return t;
 }
 

@@ -41,6 +41,15 @@ inline kiln_attr string_attr(const char* name, const char* v) {
   return a;
 }
 
+inline kiln_attr ints_attr(const char* name, const int64_t* v, int64_t count) {
+  kiln_attr a{};
+  a.name = name;
+  a.type = KILN_ATTR_INTS;
+  a.count = count;
+  a.value.ints = v;
+  return a;
+}
+
 using Operands = std::initializer_list<const TensorImpl*>;
 
 /// Runs `op` with the given operands (already validated, outputs allocated) on the
@@ -49,9 +58,16 @@ void dispatch(OpId op, std::span<const TensorImpl* const> inputs,
               std::span<const TensorImpl* const> outputs, std::span<const kiln_attr> attrs = {});
 
 inline void dispatch(OpId op, Operands inputs, Operands outputs,
-                     std::initializer_list<kiln_attr> attrs = {}) {
+                     std::span<const kiln_attr> attrs = {}) {
   dispatch(op, std::span(inputs.begin(), inputs.size()), std::span(outputs.begin(), outputs.size()),
-           std::span(attrs.begin(), attrs.size()));
+           attrs);
+}
+
+/// Runs the op `Attrs::op` with the attributes `attrs`, its struct from the generated
+/// ops/op_attrs.h (detail::attrs::<op>, one field per catalogue attribute).
+template <class Attrs>
+void dispatch(const Attrs& attrs, Operands inputs, Operands outputs) {
+  dispatch(Attrs::op, inputs, outputs, attrs.pack());
 }
 
 /// Runs the kernel `slot` (named_kernel_or_throw's) of the op `name` that is not in the

@@ -36,13 +36,13 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
              "gelu: approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
   const char* form = approximate == "tanh" ? "tanh" : "none";
   Tensor y = detail::pointwise_unary(OpId::gelu, "gelu", x, detail::Promote::Float,
-                                     {detail::string_attr("approximate", form)});
+                                     detail::attrs::gelu{.approximate = form}.pack());
   if (ag::needs_grad({&x}))
     ag::record("GeluBackward", y, {&x}, {x}, [form](const Saved& s, const Tensor& g) -> Grads {
       Tensor dx = empty_like(s[0]);
       Tensor gc = detail::cast(g, s[0].dtype());
-      detail::dispatch(OpId::gelu_backward, {gc.impl().get(), s[0].impl().get()}, {dx.impl().get()},
-                       {detail::string_attr("approximate", form)});
+      detail::dispatch(detail::attrs::gelu_backward{.approximate = form},
+                       {gc.impl().get(), s[0].impl().get()}, {dx.impl().get()});
       return {dx};
     });
   return y;
@@ -52,9 +52,8 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
   KILN_CHECK(min || max, "clamp: at least one of min and max must be given");
   constexpr double inf = std::numeric_limits<double>::infinity();
   double lo = min.value_or(-inf), hi = max.value_or(inf);
-  Tensor y =
-      detail::pointwise_unary(OpId::clamp, "clamp", x, detail::Promote::Arith,
-                              {detail::float_attr("min", lo), detail::float_attr("max", hi)});
+  Tensor y = detail::pointwise_unary(OpId::clamp, "clamp", x, detail::Promote::Arith,
+                                     detail::attrs::clamp{.min = lo, .max = hi}.pack());
   if (ag::needs_grad({&x}))
     ag::record("ClampBackward", y, {&x}, {x}, [lo, hi](const Saved& s, const Tensor& g) -> Grads {
       return {where(logical_and(s[0] >= lo, s[0] <= hi), g, 0.0)};
@@ -137,7 +136,7 @@ Tensor Tensor::clamp(std::optional<double> min, std::optional<double> max) const
 Tensor& Tensor::fill_(Scalar value) {
   const auto& impl = detail::impl_of(*this, "fill_");
   ag::check_inplace(*this, "fill_");
-  detail::dispatch(OpId::fill, {}, {&impl}, {detail::float_attr("value", value.to_double())});
+  detail::dispatch(detail::attrs::fill{.value = value.to_double()}, {}, {&impl});
   return *this;
 }
 

@@ -102,15 +102,15 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   detail::SmallDims shape(x.shape().begin(), x.shape().end());
   shape[d] = idx.numel();
   Tensor out = detail::empty_on(x, shape, x.dtype());
-  detail::dispatch(detail::OpId::index_select, {x.impl().get(), idx.impl().get()},
-                   {out.impl().get()}, {detail::int_attr("dim", d)});
+  detail::dispatch(detail::attrs::index_select{.dim = d}, {x.impl().get(), idx.impl().get()},
+                   {out.impl().get()});
   if (ag::needs_grad({&x}))
     ag::record("IndexSelectBackward", out, {&x}, {idx},
                [d, shape = x.shape().vec()](const Saved& s, const Tensor& g) -> Grads {
                  Tensor dx = zeros(shape, TensorOptions(g.dtype()).device(g.device()));
                  Tensor gc = g.contiguous();
-                 detail::dispatch(detail::OpId::index_add, {s[0].impl().get(), gc.impl().get()},
-                                  {dx.impl().get()}, {detail::int_attr("dim", d)});
+                 detail::dispatch(detail::attrs::index_add{.dim = d},
+                                  {s[0].impl().get(), gc.impl().get()}, {dx.impl().get()});
                  return {dx};
                });
   return out;
@@ -130,15 +130,15 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
                " exceeds input shape ", x.shape(), " in dimension ", i);
   Tensor idx = detail::cast(index, DType::Int64);
   Tensor out = detail::empty_on(x, index.shape(), x.dtype());
-  detail::dispatch(detail::OpId::gather, {x.impl().get(), idx.impl().get()}, {out.impl().get()},
-                   {detail::int_attr("dim", d)});
+  detail::dispatch(detail::attrs::gather{.dim = d}, {x.impl().get(), idx.impl().get()},
+                   {out.impl().get()});
   if (ag::needs_grad({&x}))
     ag::record("GatherBackward", out, {&x}, {idx},
                [d, shape = x.shape().vec()](const Saved& s, const Tensor& g) -> Grads {
                  Tensor dx = zeros(shape, TensorOptions(g.dtype()).device(g.device()));
                  Tensor gc = g.contiguous();
-                 detail::dispatch(detail::OpId::scatter_add, {s[0].impl().get(), gc.impl().get()},
-                                  {dx.impl().get()}, {detail::int_attr("dim", d)});
+                 detail::dispatch(detail::attrs::scatter_add{.dim = d},
+                                  {s[0].impl().get(), gc.impl().get()}, {dx.impl().get()});
                  return {dx};
                });
   return out;

@@ -53,9 +53,8 @@ std::string get_matmul_precision() {
   return kPrecisions[precision_index().load(std::memory_order_relaxed)];
 }
 
-kiln_attr detail::matmul_precision_attr() {
-  return detail::string_attr("precision",
-                             kPrecisions[precision_index().load(std::memory_order_relaxed)]);
+const char* detail::matmul_precision() {
+  return kPrecisions[precision_index().load(std::memory_order_relaxed)];
 }
 
 namespace {
@@ -85,8 +84,8 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b) {
   Tensor ca = detail::expand_to(detail::cast(a2, dtype), ashape);
   Tensor cb = detail::expand_to(detail::cast(b2, dtype), bshape);
   Tensor out = detail::empty_on(a, oshape, dtype);
-  detail::dispatch(detail::OpId::matmul, {ca.impl().get(), cb.impl().get()}, {out.impl().get()},
-                   {detail::matmul_precision_attr()});
+  detail::dispatch(detail::attrs::matmul{.precision = detail::matmul_precision()},
+                   {ca.impl().get(), cb.impl().get()}, {out.impl().get()});
 
   if (a.dim() == 1 && b.dim() == 1) return out.view({});
   if (a.dim() == 1) return out.squeeze(-2);

@@ -29,7 +29,7 @@ void check_not_bool(const char* op, DType dtype) {
 }  // namespace
 
 Tensor pointwise_unary(OpId op, const char* name, const Tensor& x, Promote promote,
-                       std::initializer_list<kiln_attr> attrs) {
+                       std::span<const kiln_attr> attrs) {
   const auto& impl = impl_of(x, name);
   DType dtype = compute_dtype(promote, impl.dtype);
   if (promote == Promote::Arith) check_not_bool(name, dtype);

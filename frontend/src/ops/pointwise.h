@@ -22,7 +22,7 @@ enum class Promote {
 
 /// y = op(x), in the dtype `promote` gives.
 Tensor pointwise_unary(OpId op, const char* name, const Tensor& x, Promote promote,
-                       std::initializer_list<kiln_attr> attrs = {});
+                       std::span<const kiln_attr> attrs = {});
 
 /// y = op(a, b), broadcast (NumPy rules), on a's device; throws naming both devices
 /// when they differ.

@@ -29,16 +29,16 @@ GeneratorState reserve(int64_t n) {
   return s;
 }
 
-Tensor random(detail::OpId op, const char* name, IntArrayRef shape, const char* a_name, double a,
-              const char* b_name, double b, TensorOptions options) {
+// Fills a new tensor from the next stretch of the stream: `attrs(seed, offset)` is the
+// random op's attribute struct (detail::attrs::random_uniform or random_normal).
+template <class Attrs>
+Tensor random(const char* name, IntArrayRef shape, TensorOptions options, const Attrs& attrs) {
   KILN_CHECK(is_floating(options.dtype()), name, ": expected a floating dtype, got ",
              options.dtype());
   Tensor t = empty(shape, options);
   GeneratorState s = reserve(t.numel());
-  detail::dispatch(op, {}, {t.impl().get()},
-                   {detail::int_attr("seed", static_cast<int64_t>(s.seed)),
-                    detail::int_attr("offset", static_cast<int64_t>(s.offset)),
-                    detail::float_attr(a_name, a), detail::float_attr(b_name, b)});
+  detail::dispatch(attrs(static_cast<int64_t>(s.seed), static_cast<int64_t>(s.offset)), {},
+                   {t.impl().get()});
   return t;
 }
 }  // namespace
@@ -61,12 +61,16 @@ void set_generator_state(const GeneratorState& state) {
 
 Tensor uniform(IntArrayRef shape, double low, double high, TensorOptions options) {
   KILN_CHECK(low <= high, "uniform: low (", low, ") must not exceed high (", high, ")");
-  return random(detail::OpId::random_uniform, "uniform", shape, "low", low, "high", high, options);
+  return random("uniform", shape, options, [&](int64_t seed, int64_t offset) {
+    return detail::attrs::random_uniform{.seed = seed, .offset = offset, .low = low, .high = high};
+  });
 }
 Tensor rand(IntArrayRef shape, TensorOptions options) { return uniform(shape, 0.0, 1.0, options); }
 Tensor normal(IntArrayRef shape, double mean, double std, TensorOptions options) {
   KILN_CHECK(std >= 0, "normal: std must be non-negative, got ", std);
-  return random(detail::OpId::random_normal, "normal", shape, "mean", mean, "std", std, options);
+  return random("normal", shape, options, [&](int64_t seed, int64_t offset) {
+    return detail::attrs::random_normal{.seed = seed, .offset = offset, .mean = mean, .std = std};
+  });
 }
 Tensor randn(IntArrayRef shape, TensorOptions options) { return normal(shape, 0.0, 1.0, options); }
 

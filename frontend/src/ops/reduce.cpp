@@ -64,7 +64,7 @@ std::vector<int64_t> reduced_dims(IntArrayRef x, IntArrayRef keep) {
 }
 
 void record_reduction(OpId op, Tensor& result, const Tensor& x, const Tensor& keep_out,
-                      IntArrayRef keep_shape, std::initializer_list<kiln_attr> attrs) {
+                      IntArrayRef keep_shape, int64_t correction) {
   auto xs = x.shape().vec();
   auto ks = keep_shape.vec();
   auto dims = reduced_dims(xs, ks);
@@ -93,15 +93,13 @@ void record_reduction(OpId op, Tensor& result, const Tensor& x, const Tensor& ke
                    return {spread(g) * share};
                  });
       break;
-    case OpId::var: {
-      int64_t correction = attrs.begin()->value.i;
+    case OpId::var:
       ag::record("VarBackward", result, {&x}, {x},
                  [spread, dims, count, correction](const Saved& s, const Tensor& g) -> Grads {
                    Tensor centered = s[0] - s[0].mean(dims, true);
                    return {spread(g) * centered * (2.0 / static_cast<double>(count - correction))};
                  });
       break;
-    }
     case OpId::prod:
       // d/dx_i prod = prod of the others; with one zero in a slice only the zero
       // gets a gradient, with two or more nobody does.
@@ -121,7 +119,7 @@ void record_reduction(OpId op, Tensor& result, const Tensor& x, const Tensor& ke
 }
 
 Tensor reduce(OpId op, const char* name, const Tensor& x, IntArrayRef dims, bool keepdim,
-              Accum accum, std::initializer_list<kiln_attr> attrs = {}) {
+              Accum accum, int64_t correction = 0) {
   const auto& impl = detail::impl_of(x, name);
   DType dtype = impl.dtype;
   if (accum == Accum::Sum &&
@@ -138,9 +136,13 @@ Tensor reduce(OpId op, const char* name, const Tensor& x, IntArrayRef dims, bool
                x.shape(), " (the result has no identity)");
   Tensor in = detail::cast(x, dtype);
   Tensor out = detail::empty_on(x, r.keep_shape, dtype);
-  detail::dispatch(op, {in.impl().get()}, {out.impl().get()}, attrs);
+  if (op == OpId::var)
+    detail::dispatch(detail::attrs::var{.correction = correction}, {in.impl().get()},
+                     {out.impl().get()});
+  else
+    detail::dispatch(op, {in.impl().get()}, {out.impl().get()});
   Tensor result = keepdim ? out : out.view(r.out_shape);
-  if (ag::needs_grad({&x})) record_reduction(op, result, x, out, r.keep_shape, attrs);
+  if (ag::needs_grad({&x})) record_reduction(op, result, x, out, r.keep_shape, correction);
   return result;
 }
 
@@ -191,8 +193,7 @@ Tensor amin(const Tensor& x, IntArrayRef dims, bool keepdim) {
 }
 Tensor var(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {
   KILN_CHECK(correction >= 0, "var: correction must be non-negative, got ", correction);
-  return reduce(OpId::var, "var", x, dims, keepdim, Accum::Floating,
-                {detail::int_attr("correction", correction)});
+  return reduce(OpId::var, "var", x, dims, keepdim, Accum::Floating, correction);
 }
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   return arg_reduce(OpId::argmax, "argmax", x, dim, keepdim);

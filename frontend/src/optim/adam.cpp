@@ -2,7 +2,7 @@
 
 #include "kiln/autograd.h"
 #include "kiln/error.h"
-#include "ops/dispatch.h"
+#include "op_attrs.h"
 #include "profiler/profiler_hooks.h"
 
 namespace kiln::optim {
@@ -42,13 +42,14 @@ void Adam::step() {
       if (!v.defined()) v = zeros_like(p);
       int64_t t = ++step_count(p);
       Tensor gc = g.to(p.dtype());
-      detail::dispatch(
-          detail::OpId::adam_step, {gc.impl().get()},
-          {p.impl().get(), m.impl().get(), v.impl().get()},
-          {detail::float_attr("lr", o.lr()), detail::float_attr("beta1", o.betas().first),
-           detail::float_attr("beta2", o.betas().second), detail::float_attr("eps", o.eps()),
-           detail::float_attr("weight_decay", o.weight_decay()),
-           detail::int_attr("decoupled", decoupled_), detail::int_attr("step", t)});
+      detail::dispatch(detail::attrs::adam_step{.lr = o.lr(),
+                                                .beta1 = o.betas().first,
+                                                .beta2 = o.betas().second,
+                                                .eps = o.eps(),
+                                                .weight_decay = o.weight_decay(),
+                                                .decoupled = decoupled_,
+                                                .step = t},
+                       {gc.impl().get()}, {p.impl().get(), m.impl().get(), v.impl().get()});
       p.impl()->storage->version++;
     }
   }

@@ -2,7 +2,7 @@
 
 #include "kiln/autograd.h"
 #include "kiln/error.h"
-#include "ops/dispatch.h"
+#include "op_attrs.h"
 #include "profiler/profiler_hooks.h"
 
 namespace kiln::optim {
@@ -43,12 +43,13 @@ void SGD::step() {
       Tensor& buf = state(p, "momentum_buffer");
       if (first) buf = empty_like(p);
       Tensor gc = g.to(p.dtype());
-      detail::dispatch(
-          detail::OpId::sgd_step, {gc.impl().get()}, {p.impl().get(), buf.impl().get()},
-          {detail::float_attr("lr", o.lr()), detail::float_attr("momentum", o.momentum()),
-           detail::float_attr("dampening", o.dampening()),
-           detail::float_attr("weight_decay", o.weight_decay()),
-           detail::int_attr("nesterov", o.nesterov()), detail::int_attr("first_step", first)});
+      detail::dispatch(detail::attrs::sgd_step{.lr = o.lr(),
+                                               .momentum = o.momentum(),
+                                               .dampening = o.dampening(),
+                                               .weight_decay = o.weight_decay(),
+                                               .nesterov = o.nesterov(),
+                                               .first_step = first},
+                       {gc.impl().get()}, {p.impl().get(), buf.impl().get()});
       p.impl()->storage->version++;
     }
   }

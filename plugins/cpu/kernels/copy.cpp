@@ -143,7 +143,7 @@ struct FillLoop {
 
 void fill_impl(const OpArgs& args) {
   args.expect_counts(0, 1);
-  const double value = args.attr_float("value");
+  const double value = sdk::attrs::fill::read(args).value;
   const Tensor y = args.output(0);
   const Tensor* ops[1] = {&y};
   const LoopPlan<1> plan = make_loop_plan(ops);

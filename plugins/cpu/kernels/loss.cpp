@@ -20,7 +20,7 @@ void check_targets(const int64_t* target, int64_t n, int64_t classes, int64_t ig
 
 void nll_loss_impl(const OpArgs& args) {
   args.expect_counts(2, 1);
-  const int64_t ignore_index = args.attr_int("ignore_index");
+  const int64_t ignore_index = sdk::attrs::nll_loss::read(args).ignore_index;
   const Tensor logp = args.input(0), target = args.input(1), loss = args.output(0);
   KILN_SDK_CHECK_ARG(logp.ndim == 2, "logp must be [N, C], got ", shape_string(logp));
   const int64_t n = logp.shape[0], classes = logp.shape[1];
@@ -45,7 +45,7 @@ void nll_loss_impl(const OpArgs& args) {
 
 void nll_loss_backward_impl(const OpArgs& args) {
   args.expect_counts(2, 1);
-  const int64_t ignore_index = args.attr_int("ignore_index");
+  const int64_t ignore_index = sdk::attrs::nll_loss_backward::read(args).ignore_index;
   const Tensor grad_loss = args.input(0), target = args.input(1), grad_logp = args.output(0);
   KILN_SDK_CHECK_ARG(grad_logp.ndim == 2, "grad_logp must be [N, C], got ",
                      shape_string(grad_logp));

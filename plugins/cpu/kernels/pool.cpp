@@ -199,7 +199,7 @@ bool max_pool_2x2_backward_plane(const T* g, const int64_t* idx, T* out, const P
 void max_pool2d_impl(const OpArgs& args) {
   args.expect_counts(1, 2);
   Window wh, ww;
-  sdk::pool_window_attrs(args, true, wh, ww);
+  sdk::pool_windows(sdk::attrs::max_pool2d::read(args), wh, ww);
   const Tensor x = args.input(0), y = args.output(0), indices = args.output(1);
   const PoolShape s = pool_shape(x, y);
   expect_dtype(y, x.dtype, "y");
@@ -253,7 +253,7 @@ void max_pool2d_backward_impl(const OpArgs& args) {
   expect_dtype(indices, KILN_DTYPE_INT64, "indices");
   KILN_SDK_CHECK_ARG(grad_y.same_shape(indices), "indices must have grad_y's shape");
   Window wh, ww;
-  sdk::pool_window_attrs(args, true, wh, ww);
+  sdk::pool_windows(sdk::attrs::max_pool2d_backward::read(args), wh, ww);
   const bool fast = is_pool_2x2(wh, ww, s);
   const int64_t plane_size = s.h * s.w;
   dispatch_pool(grad_y.dtype, [&](auto tag) {
@@ -307,9 +307,9 @@ AvgWindow avg_window(int64_t oh, int64_t ow, const Window& wh, const Window& ww,
 void avg_pool2d_impl(const OpArgs& args) {
   args.expect_counts(1, 1);
   Window wh, ww;
-  sdk::pool_window_attrs(args, false, wh, ww);
-  const bool count_include_pad = args.attr_int("count_include_pad") != 0;
-  args.attr_int("ceil_mode");  // the output shape already reflects it
+  const auto a = sdk::attrs::avg_pool2d::read(args);  // ceil_mode: y's shape reflects it
+  sdk::pool_windows(a, wh, ww);
+  const bool count_include_pad = a.count_include_pad != 0;
   const Tensor x = args.input(0), y = args.output(0);
   const PoolShape s = pool_shape(x, y);
   expect_dtype(y, x.dtype, "y");
@@ -338,9 +338,9 @@ void avg_pool2d_impl(const OpArgs& args) {
 void avg_pool2d_backward_impl(const OpArgs& args) {
   args.expect_counts(1, 1);
   Window wh, ww;
-  sdk::pool_window_attrs(args, false, wh, ww);
-  const bool count_include_pad = args.attr_int("count_include_pad") != 0;
-  args.attr_int("ceil_mode");
+  const auto a = sdk::attrs::avg_pool2d_backward::read(args);  // ceil_mode: y's shape reflects it
+  sdk::pool_windows(a, wh, ww);
+  const bool count_include_pad = a.count_include_pad != 0;
   const Tensor grad_y = args.input(0), grad_x = args.output(0);
   const PoolShape s = pool_shape(grad_x, grad_y);
   expect_dtype(grad_x, grad_y.dtype, "grad_x");

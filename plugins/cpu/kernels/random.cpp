@@ -33,7 +33,7 @@ void for_each_block(int64_t n, int64_t per_block, const FillBlock& fill_block) {
 }
 
 void random_uniform_impl(const OpArgs& args) {
-  const sdk::RandomFill r = sdk::random_fill(args, "low", "high");
+  const sdk::RandomFill r = sdk::random_fill(args, sdk::attrs::random_uniform::read(args));
   const Tensor& y = r.y;
   const int64_t n = y.numel();
   if (y.dtype == KILN_DTYPE_FLOAT64) {
@@ -63,7 +63,7 @@ void random_uniform_impl(const OpArgs& args) {
 }
 
 void random_normal_impl(const OpArgs& args) {
-  const sdk::RandomFill r = sdk::random_fill(args, "mean", "std");
+  const sdk::RandomFill r = sdk::random_fill(args, sdk::attrs::random_normal::read(args));
   const Tensor& y = r.y;
   const int64_t n = y.numel();
   if (!dispatch<FloatTypes>(y.dtype, [&](auto tag) {

@@ -246,7 +246,7 @@ void arg_impl(const OpArgs& args) {
 }
 
 void var_impl(const OpArgs& args) {
-  const int64_t correction = args.attr_int("correction");
+  const int64_t correction = sdk::attrs::var::read(args).correction;
   const ReduceOperands o(args);
   expect_dtype(o.y, o.x.dtype, "y");
   if (!dispatch<FloatTypes>(o.x.dtype, [&](auto tag) {

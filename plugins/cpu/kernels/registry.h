@@ -8,6 +8,7 @@
 #include "kiln/c_api.h"
 #include "kiln/sdk/catalogue.h"
 #include "kiln/sdk/kernel_table.h"
+#include "kiln/sdk/op_attrs.h"
 #include "kiln/sdk/status.h"
 #include "op_args.h"
 

@@ -30,7 +30,7 @@ inline void accumulate(T& target, T value) {
 }
 
 int64_t checked_dim(const OpArgs& args, int32_t ndim) {
-  const int64_t dim = args.attr_int("dim");
+  const int64_t dim = sdk::attrs::scatter_add::read(args).dim;  // index_add: the same list
   KILN_SDK_CHECK_ARG(dim >= 0 && dim < ndim, "dim ", dim, " is out of range for ", ndim, "-D y");
   return dim;
 }

@@ -56,7 +56,7 @@ void copy_impl(const OpArgs& args, const Launch& launch) {
 
 void fill_impl(const OpArgs& args, const Launch& launch) {
   args.expect_counts(0, 1);
-  const double value = args.attr_float("value");
+  const double value = sdk::attrs::fill::read(args).value;
   const Tensor y = args.output(0);
   const Tensor* ops[1] = {&y};
   dispatch<AllTypes>(y.dtype, [&](auto tag) {

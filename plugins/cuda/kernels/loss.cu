@@ -50,7 +50,7 @@ __global__ void nll_loss_backward_kernel(const T* __restrict__ grad_loss,
 
 void nll_loss_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(2, 1);
-  const int64_t ignore_index = args.attr_int("ignore_index");
+  const int64_t ignore_index = sdk::attrs::nll_loss::read(args).ignore_index;
   const Tensor logp = args.input(0), target = args.input(1), loss = args.output(0);
   KILN_SDK_CHECK_ARG(logp.ndim == 2, "logp must be [N, C], got ", sdk::shape_string(logp));
   const int64_t n = logp.shape[0], classes = logp.shape[1];
@@ -73,7 +73,7 @@ void nll_loss_impl(const OpArgs& args, const Launch& l) {
 
 void nll_loss_backward_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(2, 1);
-  const int64_t ignore_index = args.attr_int("ignore_index");
+  const int64_t ignore_index = sdk::attrs::nll_loss_backward::read(args).ignore_index;
   const Tensor grad_loss = args.input(0), target = args.input(1), grad_logp = args.output(0);
   KILN_SDK_CHECK_ARG(grad_logp.ndim == 2, "grad_logp must be [N, C], got ",
                      sdk::shape_string(grad_logp));

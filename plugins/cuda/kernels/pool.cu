@@ -131,8 +131,7 @@ __global__ void max_pool_kernel(const T* __restrict__ x, T* __restrict__ y,
 void max_pool2d_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(1, 2);
   Window wh, ww;
-  sdk::pool_window_attrs(args, true, wh, ww);
-  args.attr_int("ceil_mode");  // the output shape already reflects it
+  sdk::pool_windows(sdk::attrs::max_pool2d::read(args), wh, ww);
   const Tensor x = args.input(0), y = args.output(0), indices = args.output(1);
   const PoolShape s = pool_shape(x, y);
   sdk::expect_dtype(y, x.dtype, "y");
@@ -211,8 +210,7 @@ __global__ void max_pool_backward_kernel(const T* __restrict__ grad_y,
 void max_pool2d_backward_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(2, 1);
   Window wh, ww;
-  sdk::pool_window_attrs(args, true, wh, ww);
-  args.attr_int("ceil_mode");
+  sdk::pool_windows(sdk::attrs::max_pool2d_backward::read(args), wh, ww);
   const Tensor grad_y = args.input(0), indices = args.input(1), grad_x = args.output(0);
   const PoolShape s = pool_shape(grad_x, grad_y);
   sdk::expect_dtype(grad_x, grad_y.dtype, "grad_x");
@@ -306,9 +304,9 @@ __global__ void avg_pool_backward_kernel(const T* __restrict__ grad_y, T* __rest
 void avg_pool2d_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(1, 1);
   Window wh, ww;
-  sdk::pool_window_attrs(args, false, wh, ww);
-  const bool count_include_pad = args.attr_int("count_include_pad") != 0;
-  args.attr_int("ceil_mode");  // the output shape already reflects it
+  const auto a = sdk::attrs::avg_pool2d::read(args);  // ceil_mode: y's shape reflects it
+  sdk::pool_windows(a, wh, ww);
+  const bool count_include_pad = a.count_include_pad != 0;
   const Tensor x = args.input(0), y = args.output(0);
   const PoolShape s = pool_shape(x, y);
   sdk::expect_dtype(y, x.dtype, "y");
@@ -328,9 +326,9 @@ void avg_pool2d_impl(const OpArgs& args, const Launch& l) {
 void avg_pool2d_backward_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(1, 1);
   Window wh, ww;
-  sdk::pool_window_attrs(args, false, wh, ww);
-  const bool count_include_pad = args.attr_int("count_include_pad") != 0;
-  args.attr_int("ceil_mode");
+  const auto a = sdk::attrs::avg_pool2d_backward::read(args);  // ceil_mode: y's shape reflects it
+  sdk::pool_windows(a, wh, ww);
+  const bool count_include_pad = a.count_include_pad != 0;
   const Tensor grad_y = args.input(0), grad_x = args.output(0);
   const PoolShape s = pool_shape(grad_x, grad_y);
   sdk::expect_dtype(grad_x, grad_y.dtype, "grad_x");

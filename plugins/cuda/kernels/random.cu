@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 void random_uniform_impl(const OpArgs& args, const Launch& launch) {
-  const sdk::RandomFill r = sdk::random_fill(args, "low", "high");
+  const sdk::RandomFill r = sdk::random_fill(args, sdk::attrs::random_uniform::read(args));
   const Tensor& y = r.y;
   const int64_t n = y.numel();
   const cudaStream_t stream = launch.stream();
@@ -109,7 +109,7 @@ void random_uniform_impl(const OpArgs& args, const Launch& launch) {
 }
 
 void random_normal_impl(const OpArgs& args, const Launch& launch) {
-  const sdk::RandomFill r = sdk::random_fill(args, "mean", "std");
+  const sdk::RandomFill r = sdk::random_fill(args, sdk::attrs::random_normal::read(args));
   const Tensor& y = r.y;
   const int64_t n = y.numel();
   if (!dispatch<FloatTypes>(y.dtype, [&](auto tag) {

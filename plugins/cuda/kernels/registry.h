@@ -10,6 +10,7 @@
 
 #include "kiln/sdk/catalogue.h"
 #include "kiln/sdk/kernel_table.h"
+#include "kiln/sdk/op_attrs.h"
 #include "launch.h"
 
 namespace kiln::cuda {

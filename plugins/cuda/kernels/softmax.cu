@@ -27,7 +27,7 @@ struct Lines {
 };
 
 Lines lines_of(const OpArgs& args, const Tensor& x) {
-  const int64_t dim = args.attr_int("dim");
+  const int64_t dim = sdk::attrs::softmax::read(args).dim;  // all four ops: the same list
   KILN_SDK_CHECK_ARG(dim >= 0 && dim < x.ndim, "dim ", dim, " is out of range for ",
                      sdk::shape_string(x));
   sdk::expect_contiguous(x, "x");

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kiln/sdk/op_args.h"
+#include "kiln/sdk/op_attrs.h"
 
 namespace kiln::sdk {
 
@@ -33,10 +34,9 @@ struct ConvGeometry {
 /// that fit the groups, and y of the size the attributes give.
 inline ConvGeometry conv_geometry(const OpArgs& args, const Tensor& x, const Tensor& w,
                                   const Tensor& y) {
-  const int64_t* stride = args.attr_ints("stride", 2);
-  const int64_t* padding = args.attr_ints("padding", 2);
-  const int64_t* dilation = args.attr_ints("dilation", 2);
-  const int64_t groups = args.attr_int("groups");
+  const auto a = attrs::conv2d::read(args);  // the backward ops take the same attributes
+  const int64_t *stride = a.stride, *padding = a.padding, *dilation = a.dilation;
+  const int64_t groups = a.groups;
   KILN_SDK_CHECK_ARG(x.ndim == 4 && w.ndim == 4 && y.ndim == 4, "expected 4-D x, w and y, got ",
                      x.ndim, "-D, ", w.ndim, "-D, ", y.ndim, "-D");
   ConvGeometry g{x.shape[0], x.shape[1],  x.shape[2],  x.shape[3], w.shape[0], w.shape[2],

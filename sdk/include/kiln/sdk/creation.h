@@ -10,6 +10,7 @@
 
 #include "kiln/sdk/host_device.h"
 #include "kiln/sdk/op_args.h"
+#include "kiln/sdk/op_attrs.h"
 
 namespace kiln::sdk {
 
@@ -43,12 +44,13 @@ inline Tensor creation_output(const OpArgs& args) {
 }
 
 inline Arange arange(const OpArgs& args) {
-  return {args.attr_float("start"), args.attr_float("step")};
+  const auto a = attrs::arange::read(args);
+  return {a.start, a.step};
 }
 
 inline Linspace linspace(const OpArgs& args, int64_t n) {
-  const double start = args.attr_float("start"), end = args.attr_float("end");
-  return {start, end, n >= 2 ? (end - start) / static_cast<double>(n - 1) : 0.0, n};
+  const auto a = attrs::linspace::read(args);
+  return {a.start, a.end, n >= 2 ? (a.end - a.start) / static_cast<double>(n - 1) : 0.0, n};
 }
 
 }  // namespace kiln::sdk

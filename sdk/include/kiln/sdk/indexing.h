@@ -10,12 +10,14 @@
 #include <vector>
 
 #include "kiln/sdk/op_args.h"
+#include "kiln/sdk/op_attrs.h"
 
 namespace kiln::sdk {
 
-/// The "dim" attribute, checked against x's rank.
+/// The "dim" attribute of kiln.index_select, gather, index_add or scatter_add (one
+/// attribute list), checked against x's rank.
 inline int64_t checked_dim(const OpArgs& args, int32_t ndim) {
-  const int64_t dim = args.attr_int("dim");
+  const int64_t dim = attrs::index_select::read(args).dim;
   KILN_SDK_CHECK_ARG(dim >= 0 && dim < ndim, "dim ", dim, " is out of range for a ", ndim, "-D x");
   return dim;
 }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "kiln/sdk/op_args.h"
+#include "kiln/sdk/op_attrs.h"
 
 namespace kiln::sdk {
 
@@ -32,7 +33,8 @@ struct RowLayout {
 };
 
 inline RowLayout row_layout(const OpArgs& args, const Tensor& x) {
-  const int64_t k = args.attr_int("normalized_ndim");
+  // layer_norm's and layer_norm_backward's attribute lists differ but share this one
+  const int64_t k = attrs::layer_norm_backward::read(args).normalized_ndim;
   KILN_SDK_CHECK_ARG(k >= 1 && k <= x.ndim, "normalized_ndim ", k, " does not fit x ",
                      shape_string(x));
   expect_contiguous(x, "x");
@@ -82,6 +84,7 @@ struct BatchNorm {
 
 inline BatchNorm batch_norm_operands(const OpArgs& args) {
   args.expect_counts(3, 5);
+  const auto a = attrs::batch_norm::read(args);
   BatchNorm b{args.input(0),
               args.input(1),
               args.input(2),
@@ -90,8 +93,8 @@ inline BatchNorm batch_norm_operands(const OpArgs& args) {
               args.output(2),
               args.output(3),
               args.output(4),
-              args.attr_float("momentum"),
-              args.attr_float("eps"),
+              a.momentum,
+              a.eps,
               {}};
   b.layout = channel_layout(b.x);
   detail::expect_like_x({{&b.y, "y"}}, b.x);
@@ -147,8 +150,14 @@ struct LayerNorm {
 
 inline LayerNorm layer_norm_operands(const OpArgs& args) {
   args.expect_counts(3, 3);
-  LayerNorm n{args.input(0),  args.input(1),  args.input(2),          args.output(0),
-              args.output(1), args.output(2), args.attr_float("eps"), {}};
+  LayerNorm n{args.input(0),
+              args.input(1),
+              args.input(2),
+              args.output(0),
+              args.output(1),
+              args.output(2),
+              attrs::layer_norm::read(args).eps,
+              {}};
   n.layout = row_layout(args, n.x);
   const RowLayout& l = n.layout;
   detail::expect_numel({{&n.y, "y"}}, l.m * l.d, n.x.dtype);

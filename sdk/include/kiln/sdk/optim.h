@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "kiln/sdk/op_args.h"
+#include "kiln/sdk/op_attrs.h"
 
 namespace kiln::sdk {
 
@@ -55,13 +56,14 @@ struct SgdStep {
 };
 
 inline SgdStep sgd_step(const OpArgs& args) {
+  const auto a = attrs::sgd_step::read(args);
   SgdStep s{};
-  s.lr = args.attr_float("lr");
-  s.momentum = args.attr_float("momentum");
-  s.dampening = args.attr_float("dampening");
-  s.weight_decay = args.attr_float("weight_decay");
-  s.nesterov = args.attr_int("nesterov") != 0;
-  s.first_step = args.attr_int("first_step") != 0;
+  s.lr = a.lr;
+  s.momentum = a.momentum;
+  s.dampening = a.dampening;
+  s.weight_decay = a.weight_decay;
+  s.nesterov = a.nesterov != 0;
+  s.first_step = a.first_step != 0;
   args.expect_counts(1, 2);
   s.grad = args.input(0);
   s.param = args.output(0);
@@ -95,14 +97,15 @@ struct AdamStep {
 };
 
 inline AdamStep adam_step(const OpArgs& args) {
+  const auto at = attrs::adam_step::read(args);
   AdamStep a{};
-  a.lr = args.attr_float("lr");
-  a.beta1 = args.attr_float("beta1");
-  a.beta2 = args.attr_float("beta2");
-  a.eps = args.attr_float("eps");
-  a.weight_decay = args.attr_float("weight_decay");
-  a.decoupled = args.attr_int("decoupled") != 0;
-  a.step = args.attr_int("step");
+  a.lr = at.lr;
+  a.beta1 = at.beta1;
+  a.beta2 = at.beta2;
+  a.eps = at.eps;
+  a.weight_decay = at.weight_decay;
+  a.decoupled = at.decoupled != 0;
+  a.step = at.step;
   KILN_SDK_CHECK_ARG(a.step >= 1, "step is 1-based, got ", a.step);
   args.expect_counts(1, 3);
   a.grad = args.input(0);

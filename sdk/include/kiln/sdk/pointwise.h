@@ -14,6 +14,7 @@
 #include "kiln/sdk/dtype_dispatch.h"
 #include "kiln/sdk/functors.h"
 #include "kiln/sdk/op_args.h"
+#include "kiln/sdk/op_attrs.h"
 
 namespace kiln::sdk {
 
@@ -51,7 +52,7 @@ inline GradOperands grad_operands(const OpArgs& args, const char* second_name) {
 enum class GeluApproximate { None, Tanh };
 
 inline GeluApproximate gelu_approximate(const OpArgs& args) {
-  const char* approximate = args.attr_string("approximate");
+  const char* approximate = attrs::gelu::read(args).approximate;  // gelu_backward's too
   if (std::strcmp(approximate, "none") == 0) return GeluApproximate::None;
   if (std::strcmp(approximate, "tanh") == 0) return GeluApproximate::Tanh;
   throw Error(KILN_STATUS_INVALID_ARGUMENT,
@@ -76,7 +77,8 @@ T integer_bound(double bound, bool is_min) {
 template <class T>
 Clamp<compute_t<T>> clamp_for(const OpArgs& args) {
   using C = compute_t<T>;
-  const double lo = args.attr_float("min"), hi = args.attr_float("max");
+  const auto a = attrs::clamp::read(args);
+  const double lo = a.min, hi = a.max;
   if constexpr (std::is_integral_v<T>) {
     return {integer_bound<T>(lo, true), integer_bound<T>(hi, false)};
   } else {

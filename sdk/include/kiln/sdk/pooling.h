@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "kiln/sdk/op_args.h"
+#include "kiln/sdk/op_attrs.h"
 
 namespace kiln::sdk {
 
@@ -33,20 +34,32 @@ inline PoolShape pool_shape(const Tensor& x, const Tensor& y) {
   return {x.shape[0] * x.shape[1], x.shape[2], x.shape[3], y.shape[2], y.shape[3]};
 }
 
-/// Reads kernel_size, stride, padding (and dilation when `with_dilation`; else 1) for
-/// the height and width axes, and checks them: sizes, strides and dilations positive,
-/// padding non-negative.
-inline void pool_window_attrs(const OpArgs& args, bool with_dilation, PoolWindow& wh,
-                              PoolWindow& ww) {
-  const int64_t* k = args.attr_ints("kernel_size", 2);
-  const int64_t* s = args.attr_ints("stride", 2);
-  const int64_t* p = args.attr_ints("padding", 2);
-  const int64_t* d = with_dilation ? args.attr_ints("dilation", 2) : nullptr;
-  wh = {k[0], s[0], p[0], d ? d[0] : 1};
-  ww = {k[1], s[1], p[1], d ? d[1] : 1};
+/// The height and width windows of a pooling call's attributes, checked: sizes, strides
+/// and dilations positive, padding non-negative. Average pooling has no dilation (1).
+inline void pool_windows(const int64_t* kernel_size, const int64_t* stride, const int64_t* padding,
+                         const int64_t* dilation, PoolWindow& wh, PoolWindow& ww) {
+  wh = {kernel_size[0], stride[0], padding[0], dilation ? dilation[0] : 1};
+  ww = {kernel_size[1], stride[1], padding[1], dilation ? dilation[1] : 1};
   KILN_SDK_CHECK_ARG(wh.kernel > 0 && ww.kernel > 0 && wh.stride > 0 && ww.stride > 0 &&
                          wh.dilation > 0 && ww.dilation > 0 && wh.pad >= 0 && ww.pad >= 0,
                      "kernel_size, stride and dilation must be positive, padding non-negative");
+}
+inline void pool_windows(const attrs::max_pool2d& a, PoolWindow& wh, PoolWindow& ww) {
+  pool_windows(a.kernel_size, a.stride, a.padding, a.dilation, wh, ww);
+}
+inline void pool_windows(const attrs::avg_pool2d& a, PoolWindow& wh, PoolWindow& ww) {
+  pool_windows(a.kernel_size, a.stride, a.padding, nullptr, wh, ww);
+}
+
+/// Reads the attributes of a max pooling call (`with_dilation`) or an average pooling
+/// call and returns its windows as pool_windows does (kept for plugins written
+/// against SDK 1.0; new code reads attrs::max_pool2d / attrs::avg_pool2d itself).
+inline void pool_window_attrs(const OpArgs& args, bool with_dilation, PoolWindow& wh,
+                              PoolWindow& ww) {
+  if (with_dilation)
+    pool_windows(attrs::max_pool2d::read(args), wh, ww);
+  else
+    pool_windows(attrs::avg_pool2d::read(args), wh, ww);
 }
 
 }  // namespace kiln::sdk

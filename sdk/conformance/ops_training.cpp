@@ -19,7 +19,10 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-const std::vector<DType> kTrainTypes = {DType::Float32, DType::Float64};
+// Half precision is compared with the float64 reference within its own tolerance
+// (kiln/conformance/tensors.h), scaled as each suite says.
+const std::vector<DType> kTrainTypes = {DType::Float32, DType::Float64, DType::Float16,
+                                        DType::BFloat16};
 
 // Cases of one differentiable function of float operands `shapes` (the first is the
 // main input). `backward`: only cases with gradients (a backward op's suite).

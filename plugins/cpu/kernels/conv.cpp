@@ -24,6 +24,7 @@
 #include "kiln/sdk/conv.h"
 #include "registry.h"
 #include "scratch.h"
+#include "widen.h"
 
 namespace kiln::cpu {
 
@@ -399,12 +400,14 @@ int32_t supports_conv(void*, const kiln_op_args* args) {
 
 }  // namespace
 
+// float16 and bfloat16 through the float32 kernels (widen.h).
 void add_conv_kernels(KernelList& list) {
-  list.push_back(catalogue_entry<op::conv2d>(&run_kernel<conv2d_impl>, &supports_conv, 0));
-  list.push_back(catalogue_entry<op::conv2d_backward_input>(&run_kernel<conv2d_backward_input_impl>,
-                                                            &supports_conv, 0));
+  constexpr auto supports = &supports_widened<supports_conv>;
+  list.push_back(catalogue_entry<op::conv2d>(&run_kernel<widened<conv2d_impl>>, supports, 0));
+  list.push_back(catalogue_entry<op::conv2d_backward_input>(
+      &run_kernel<widened<conv2d_backward_input_impl>>, supports, 0));
   list.push_back(catalogue_entry<op::conv2d_backward_weight>(
-      &run_kernel<conv2d_backward_weight_impl>, &supports_conv, 0));
+      &run_kernel<widened<conv2d_backward_weight_impl>>, supports, 0));
 }
 
 }  // namespace kiln::cpu

@@ -4,6 +4,7 @@
 
 #include "elementwise.h"
 #include "registry.h"
+#include "widen.h"
 
 namespace kiln::cpu {
 
@@ -108,6 +109,12 @@ void copy_impl(const OpArgs& args) {
   const Tensor x = args.input(0);
   const Tensor y = args.output(0);
   expect_same_shape(x, y, "x");
+  copy_tensor(y, x);
+}
+
+}  // namespace
+
+void copy_tensor(const Tensor& y, const Tensor& x) {
   const Tensor* ops[2] = {&y, &x};
   const LoopPlan<2> plan = make_loop_plan(ops);
   if (x.dtype == y.dtype) {
@@ -127,6 +134,8 @@ void copy_impl(const OpArgs& args) {
     });
   });
 }
+
+namespace {
 
 template <class Bits>
 struct FillLoop {

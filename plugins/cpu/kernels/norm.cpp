@@ -16,6 +16,7 @@
 #include "elementwise.h"
 #include "kiln/sdk/norm.h"
 #include "registry.h"
+#include "widen.h"
 
 namespace kiln::cpu {
 
@@ -332,15 +333,17 @@ void layer_norm_backward_impl(const OpArgs& args) {
 
 }  // namespace
 
+// float16 and bfloat16 through the float32 kernels (widen.h): statistics in float32.
 void add_norm_kernels(KernelList& list) {
+  constexpr auto supports = &supports_widened<sdk::supports_norm>;
   list.push_back(
-      catalogue_entry<op::batch_norm>(&run_kernel<batch_norm_impl>, &sdk::supports_norm, 0));
-  list.push_back(catalogue_entry<op::batch_norm_backward>(&run_kernel<batch_norm_backward_impl>,
-                                                          &sdk::supports_norm, 0));
+      catalogue_entry<op::batch_norm>(&run_kernel<widened<batch_norm_impl>>, supports, 0));
+  list.push_back(catalogue_entry<op::batch_norm_backward>(
+      &run_kernel<widened<batch_norm_backward_impl>>, supports, 0));
   list.push_back(
-      catalogue_entry<op::layer_norm>(&run_kernel<layer_norm_impl>, &sdk::supports_norm, 0));
-  list.push_back(catalogue_entry<op::layer_norm_backward>(&run_kernel<layer_norm_backward_impl>,
-                                                          &sdk::supports_norm, 0));
+      catalogue_entry<op::layer_norm>(&run_kernel<widened<layer_norm_impl>>, supports, 0));
+  list.push_back(catalogue_entry<op::layer_norm_backward>(
+      &run_kernel<widened<layer_norm_backward_impl>>, supports, 0));
 }
 
 }  // namespace kiln::cpu

@@ -9,6 +9,7 @@
 #include "elementwise.h"
 #include "kiln/sdk/optim.h"
 #include "registry.h"
+#include "widen.h"
 
 namespace kiln::cpu {
 
@@ -187,10 +188,13 @@ void adam_step_impl(const OpArgs& args) {
 
 }  // namespace
 
+// float16 and bfloat16 parameters and state through the float32 loops (widen.h): each
+// step computes in float32 and rounds the parameter and its state once.
 void add_optim_kernels(KernelList& list) {
-  list.push_back(catalogue_entry<op::sgd_step>(&run_kernel<sgd_step_impl>, &sdk::supports_optim,
-                                               kStridedInOut));
-  list.push_back(catalogue_entry<op::adam_step>(&run_kernel<adam_step_impl>, &sdk::supports_optim,
+  constexpr auto supports = &supports_widened<sdk::supports_optim>;
+  list.push_back(
+      catalogue_entry<op::sgd_step>(&run_kernel<widened<sgd_step_impl>>, supports, kStridedInOut));
+  list.push_back(catalogue_entry<op::adam_step>(&run_kernel<widened<adam_step_impl>>, supports,
                                                 kStridedInOut));
 }
 

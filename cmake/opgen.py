@@ -17,6 +17,7 @@ With --out it writes, each file only when its text changes (so nothing rebuilds 
   frontend/private/op_attrs.h      C++: the same structs as the frontend packs them
                                    (kiln::detail::attrs), for detail::dispatch
   frontend/private/op_dtype_rules.h  C++: the dtypes the dispatcher lets through per op
+  frontend/private/op_autocast.h   C++: each op's autocast policy (KILN_OP_AUTOCAST)
   testing/kiln/testing/pointwise_ops.h  C++: what the conformance suite and gradcheck
                                    need to test every generated pointwise op
 Python 3 standard library only (Debian's python3).
@@ -42,6 +43,12 @@ CLASS_WORDS = {
     "signed": "float, int32, int64",
     "float": "float",
     "float32_64": "float32, float64",
+}
+# What an op does with its floating-point inputs inside a kiln::autocast scope
+# (frontend/src/amp/autocast.h's AutocastPolicy), and how OPS.md says it.
+AUTOCAST_POLICIES = {
+    "lower": ("Lower", "floating inputs other than float64 are cast to the scope's dtype (float16 or bfloat16)"),
+    "float32": ("Float32", "float16 and bfloat16 inputs are cast to float32"),
 }
 # How the frontend turns operand dtypes into the dtype an op computes in (the
 # "promote" of a pointwise op's "frontend" entry): ops/pointwise.h's Promote.
@@ -102,6 +109,8 @@ def check_catalogue(cat):
             if d not in cat["dtype_classes"]["all"] or d in cat["dtype_classes"][op["dtypes"]["class"]]:
                 fail(op["name"], f"optional dtype '{d}' is not a dtype outside the op's class")
         check_attributes(op)
+        if op.get("autocast", "lower") not in AUTOCAST_POLICIES:
+            fail(op["name"], f"autocast must be one of {sorted(AUTOCAST_POLICIES)}")
         if "frontend" in op:
             check_pointwise(op)
 
@@ -201,17 +210,36 @@ def section_table(cat, section):
     return "".join(rows)
 
 
+def autocast_table(cat):
+    rows = ["| policy | ops | inside a `kiln::autocast` scope |\n", "|---|---|---|\n"]
+    for policy, (_, meaning) in AUTOCAST_POLICIES.items():
+        ops = ", ".join(f"`{op['name']}`" for op in cat["ops"] if op.get("autocast") == policy)
+        rows.append(f"| `{policy}` | {ops} | {meaning} |\n")
+    return "".join(rows)
+
+
+def autocast_header(cat):
+    rows = [f"  X({short_name(op)}, {AUTOCAST_POLICIES[op['autocast']][0] if 'autocast' in op else 'None'})"
+            for op in cat["ops"]]
+    return (generated_banner("//") +
+            "// X(op, policy) for every catalogue op, in catalogue order: what the op does with\n"
+            "// its floating-point inputs under kiln::autocast (amp/autocast.h's AutocastPolicy).\n"
+            "#pragma once\n\n#define KILN_OP_AUTOCAST(X) \\\n" + " \\\n".join(rows) + "\n")
+
+
 def render_ops_md(cat, text):
     end_mark = "<!-- end catalogue -->"
     pattern = re.compile(r"(<!-- catalogue: ([a-z_]+) -->\n)(.*?)(?=" + re.escape(end_mark) + ")", re.S)
     seen = []
 
     def table(m):
+        if m.group(2) == "autocast":
+            return m.group(1) + autocast_table(cat)
         seen.append(m.group(2))
         return m.group(1) + section_table(cat, m.group(2))
 
     result = pattern.sub(table, text)
-    if result.count("<!-- catalogue: ") != len(seen):
+    if result.count("<!-- catalogue: ") != len(seen) + result.count("<!-- catalogue: autocast -->"):
         raise CatalogueError("api/OPS.md: a catalogue marker without '" + end_mark + "'")
     for s in cat["sections"]:
         if s["id"] not in seen:
@@ -443,6 +471,7 @@ def gradient_code(op, fn, promote_call):
 def frontend_definitions(cat):
     out = [generated_banner("//"),
            "// The pointwise ops' functions, methods and gradients.\n"
+           '#include "amp/autocast.h"\n'
            '#include "autograd/formulas.h"\n'
            '#include "autograd/record.h"\n'
            '#include "kiln/ops.h"\n'
@@ -459,6 +488,13 @@ def frontend_definitions(cat):
         kind = "unary" if len(names) == 1 else "binary"
         call = f"detail::pointwise_{kind}(OpId::{short}, \"{fn}\", {', '.join(names)}, {promote})"
         out.append(f"Tensor {fn}({parameters(op)}) {{\n")
+        if "autocast" in op:
+            # Under autocast: run again on the cast inputs, whose casts autograd records.
+            casts = ", ".join(f"{n}_cast = detail::autocast(OpId::{short}, {n})" for n in names)
+            changed = " || ".join(f"{n}_cast.impl() != {n}.impl()" for n in names)
+            args = ", ".join(f"{n}_cast" for n in names)
+            out.append(f"  if (detail::autocast_on) {{\n    const Tensor {casts};\n"
+                       f"    if ({changed}) return {fn}({args});\n  }}\n")
         out.append(gradient_code(op, fn, call) if op["differentiable"] else f"  return {call};\n")
         out.append("}\n")
         if fe.get("scalar"):
@@ -663,6 +699,7 @@ def generate(cat, out):
     files = {
         "sdk/kiln/sdk/op_attrs.h": sdk_attrs_header(cat),
         "frontend/private/op_attrs.h": frontend_attrs_header(cat),
+        "frontend/private/op_autocast.h": autocast_header(cat),
         "frontend/private/op_dtype_rules.h": dtype_rules(cat),
         "api/kiln/op_catalogue.h": catalogue_header(cat),
         "sdk/kiln/sdk/pointwise_ops.h": sdk_pointwise_header(cat),

@@ -2,6 +2,7 @@
 // fused optimizer updates. Backward kernels are reached through gradients: the suite
 // of `kiln.conv2d_backward_input` runs convolutions with gradients and fails when the
 // device's input gradient differs from the CPU's.
+#include <kiln/amp.h>
 #include <kiln/nn/functional.h>
 #include <kiln/optim.h>
 
@@ -393,6 +394,53 @@ std::vector<Case> optimizer_cases(bool adam) {
   return cases;
 }
 
+// GradScaler::unscale_ over `grads.size()` parameters (more than 7 take two calls):
+// outputs the unscaled gradients and whether step() then ran (1) or was skipped (0).
+Outputs unscale_and_step(const Operands& grads) {
+  std::vector<Tensor> params;
+  for (const Tensor& g : grads) params.push_back(zeros_like(g).requires_grad_());
+  optim::SGD sgd(params, optim::SGDOptions(0.0));
+  for (size_t i = 0; i < params.size(); ++i) params[i].set_grad(grads[i].clone());
+  amp::GradScaler scaler(amp::GradScalerOptions{.init_scale = 8.0});
+  scaler.unscale_(sgd);
+  const bool ran = scaler.step(sgd);
+  Outputs out;
+  for (const Tensor& p : params) out.push_back(p.grad());
+  out.push_back(scalar_tensor(ran ? 1.0 : 0.0));
+  return out;
+}
+
+std::vector<Case> unscale_cases() {
+  std::vector<Case> cases;
+  const double inf = std::numeric_limits<double>::infinity();
+  for (DType d : kTrainTypes) {
+    for (size_t count : {1, 3, 9}) {
+      Case c;
+      for (size_t i = 0; i < count; ++i)
+        c.inputs.push_back(operand({3, static_cast<int64_t>(i + 1)}, d, Layout::Contiguous, -64, 64,
+                                   static_cast<uint32_t>(101 + i)));
+      c.label = std::to_string(count) + " " + std::string(dtype_name(d)) + " gradients";
+      c.fn = [](const Operands& in, const Device&) { return unscale_and_step(in); };
+      cases.push_back(c);
+    }
+    for (double bad : {inf, -inf, kNaN}) {
+      Case c;
+      c.inputs = {operand({2, 2}, d, Layout::Contiguous, -8, 8, 111),
+                  operand_of({3}, d, {1, bad, 2})};
+      c.label = std::string(dtype_name(d)) + " gradients holding " +
+                (std::isnan(bad) ? "NaN"
+                 : bad > 0       ? "inf"
+                                 : "-inf") +
+                ": the step is skipped";
+      c.fn = [](const Operands& in, const Device&) { return unscale_and_step(in); };
+      cases.push_back(c);
+    }
+  }
+  cases.push_back(known("float32 [3] scale 8", {operand_of({3}, DType::Float32, {8, -16, 4})},
+                        unscale_and_step, {{1, -2, 0.5}, {1}}));
+  return cases;
+}
+
 }  // namespace
 
 void add_training_suites(std::vector<OpSuite>& suites) {
@@ -431,6 +479,7 @@ void add_training_suites(std::vector<OpSuite>& suites) {
   suites.push_back({"kiln.nll_loss_backward", [] { return nll_cases(true); }});
   suites.push_back({"kiln.sgd_step", [] { return optimizer_cases(false); }});
   suites.push_back({"kiln.adam_step", [] { return optimizer_cases(true); }});
+  suites.push_back({"kiln.non_finite_check_and_unscale", unscale_cases});
 }
 
 }  // namespace kiln::conformance

@@ -13,6 +13,25 @@ int main() {
 #include <kiln/dlpack.h>          // not in kiln.h: it needs libdlpack-dev
 #include <kiln/io/atomic_file.h>  // not in kiln.h: atomic writes, for tools
 
+// kiln/amp.h
+namespace amp_1 {
+void example(const std::shared_ptr<kiln::nn::Module>& model, kiln::data::DataLoader& loader,
+             kiln::nn::CrossEntropyLoss& criterion, kiln::optim::Optimizer& opt) {
+  kiln::amp::GradScaler scaler;                       // float16 needs it; bfloat16 not
+  for (auto& batch : loader) {
+    opt.zero_grad();
+    kiln::Tensor loss;
+    {
+      kiln::autocast scope(kiln::default_device().backend(), kiln::float16);
+      loss = criterion(model->forward(batch.input), batch.target);  // convs in float16
+    }
+    scaler.scale(loss).backward();  // backward outside the scope, as in PyTorch
+    scaler.step(opt);               // skipped when a gradient is inf or NaN
+    scaler.update();
+  }
+}
+}  // namespace amp_1
+
 // kiln/autograd.h
 namespace autograd_1 {
 void example(const kiln::Tensor& x) {

@@ -16,6 +16,7 @@
 /// kiln/dlpack.h (which needs libdlpack-dev's header) and kiln/distributed/mpi.h
 /// (Kiln::mpi) are included separately.
 
+#include "kiln/amp.h"
 #include "kiln/autograd.h"
 #include "kiln/custom_op.h"
 #include "kiln/data/dataloader.h"

@@ -10,6 +10,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "amp/autocast.h"
 #include "autograd/record.h"
 #include "kiln/ops.h"
 #include "ops/common.h"
@@ -284,6 +285,7 @@ std::vector<Tensor> run_backward(const char* what, const std::vector<Tensor>& ou
   KILN_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), what, ": got ",
              grad_outputs.size(), " gradients for ", outputs.size(), " outputs");
   NoGradGuard no_grad;
+  detail::AutocastSuspend no_autocast;  // gradients run in the forward's dtypes
   detail::PhaseScope phase(profiler::Phase::Backward);
   // Callbacks queued by hooks of this pass run at its end; a nested backward (from a
   // hook or a custom Function) keeps its own list.

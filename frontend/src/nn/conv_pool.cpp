@@ -3,6 +3,7 @@
 
 #include <array>
 
+#include "amp/autocast.h"
 #include "autograd/record.h"
 #include "kiln/nn/functional.h"
 #include "kiln/ops.h"
@@ -47,6 +48,11 @@ int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ce
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 stride,
               Size2 padding, Size2 dilation, int64_t groups) {
+  if (detail::autocast_on) {
+    Tensor xc = x, wc = weight, bc = bias;
+    if (detail::autocast_inputs(OpId::conv2d, {&xc, &wc, &bc}))
+      return conv2d(xc, wc, bc, stride, padding, dilation, groups);
+  }
   check_image(x, "conv2d");
   detail::check_same_device("conv2d", {&x, &weight});
   KILN_CHECK(weight.dim() == 4, "conv2d: expected a 4-D weight [O, C/groups, kH, kW], got shape ",

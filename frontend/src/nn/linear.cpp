@@ -1,5 +1,6 @@
 // linear and embedding: the layers defined by a weight matrix.
 
+#include "amp/autocast.h"
 #include "autograd/record.h"
 #include "kiln/autograd.h"
 #include "kiln/nn/functional.h"
@@ -14,6 +15,10 @@ using Grads = std::vector<Tensor>;
 using Saved = std::vector<Tensor>;
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (detail::autocast_on) {  // matmul's policy for the whole layer, bias included
+    Tensor xc = x, wc = weight, bc = bias;
+    if (detail::autocast_inputs(OpId::matmul, {&xc, &wc, &bc})) return linear(xc, wc, bc);
+  }
   detail::impl_of(x, "linear");
   KILN_CHECK(weight.defined() && weight.dim() == 2, "linear: expected a 2-D weight [out, in], got ",
              weight.defined() ? detail::shape_str(weight.shape()) : std::string("undefined"));

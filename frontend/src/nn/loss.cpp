@@ -1,6 +1,7 @@
 // Loss functions: nll_loss is a catalogue op pair; the rest compose differentiable
 // ops, so their gradients come from autograd.
 
+#include "amp/autocast.h"
 #include "autograd/record.h"
 #include "kiln/nn/functional.h"
 #include "kiln/ops.h"
@@ -87,6 +88,11 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
 
 Tensor nll_loss(const Tensor& logp, const Tensor& target, Reduction reduction,
                 int64_t ignore_index) {
+  if (detail::autocast_on) {
+    Tensor lc = logp;
+    if (detail::autocast_inputs(OpId::nll_loss, {&lc}))
+      return nll_loss(lc, target, reduction, ignore_index);
+  }
   check_classes(logp, target, "nll_loss");
   return reduce_classes(nll_per_sample(logp, target, ignore_index), target, reduction,
                         ignore_index);

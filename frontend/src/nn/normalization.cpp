@@ -1,5 +1,6 @@
 // batch_norm and layer_norm, with their gradients.
 
+#include "amp/autocast.h"
 #include "autograd/record.h"
 #include "kiln/autograd.h"
 #include "kiln/nn/functional.h"
@@ -23,6 +24,11 @@ void bump_version(const Tensor& t) { t.impl()->storage->version++; }
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
                   double eps) {
+  if (detail::autocast_on) {  // the running statistics are the module's (float32) buffers
+    Tensor xc = x, wc = weight, bc = bias;
+    if (detail::autocast_inputs(OpId::batch_norm, {&xc, &wc, &bc}))
+      return batch_norm(xc, running_mean, running_var, wc, bc, training, momentum, eps);
+  }
   detail::impl_of(x, "batch_norm");
   KILN_CHECK(x.dim() >= 2, "batch_norm: expected an input [N, C, *], got shape ", x.shape());
   KILN_CHECK(is_floating(x.dtype()), "batch_norm: expected a floating-point input, got ",
@@ -83,6 +89,11 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 
 Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps) {
+  if (detail::autocast_on) {
+    Tensor xc = x, wc = weight, bc = bias;
+    if (detail::autocast_inputs(OpId::layer_norm, {&xc, &wc, &bc}))
+      return layer_norm(xc, normalized_shape, wc, bc, eps);
+  }
   detail::impl_of(x, "layer_norm");
   int64_t k = static_cast<int64_t>(normalized_shape.size());
   KILN_CHECK(k >= 1 && x.dim() >= k, "layer_norm: normalized_shape ", normalized_shape,

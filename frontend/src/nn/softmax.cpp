@@ -1,5 +1,6 @@
 // softmax and log_softmax along one dimension, with their gradients.
 
+#include "amp/autocast.h"
 #include "autograd/record.h"
 #include "kiln/autograd.h"
 #include "kiln/nn/functional.h"
@@ -15,6 +16,11 @@ using Saved = std::vector<Tensor>;
 
 namespace {
 Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
+  if (detail::autocast_on) {
+    Tensor xc = x;
+    if (detail::autocast_inputs(log ? OpId::log_softmax : OpId::softmax, {&xc}))
+      return softmax_impl(xc, dim, log);
+  }
   const char* name = log ? "log_softmax" : "softmax";
   detail::impl_of(x, name);
   KILN_CHECK(is_floating(x.dtype()), name, ": expected a floating-point input, got ", x.dtype());

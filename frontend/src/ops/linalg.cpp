@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "amp/autocast.h"
 #include "autograd/record.h"
 #include "kiln/autograd.h"
 #include "kiln/ops.h"
@@ -95,6 +96,10 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (detail::autocast_on) {
+    Tensor ac = a, bc = b;
+    if (detail::autocast_inputs(detail::OpId::matmul, {&ac, &bc})) return matmul(ac, bc);
+  }
   namespace ag = detail::autograd_impl;
   bool record = ag::needs_grad({&a, &b});
   Tensor out;

@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "amp/autocast.h"
 #include "autograd/record.h"
 #include "kiln/autograd.h"
 #include "kiln/ops.h"
@@ -120,6 +121,11 @@ void record_reduction(OpId op, Tensor& result, const Tensor& x, const Tensor& ke
 
 Tensor reduce(OpId op, const char* name, const Tensor& x, IntArrayRef dims, bool keepdim,
               Accum accum, int64_t correction = 0) {
+  if (detail::autocast_on) {
+    Tensor xc = x;
+    if (detail::autocast_inputs(op, {&xc}))
+      return reduce(op, name, xc, dims, keepdim, accum, correction);
+  }
   const auto& impl = detail::impl_of(x, name);
   DType dtype = impl.dtype;
   if (accum == Accum::Sum &&

@@ -4,6 +4,7 @@
 // PyTorch's formulas in PyTorch's operation order (so results match torch.optim to
 // the last bit in the same dtype). Scalars are computed in float64 and rounded to the
 // parameter's dtype once, as PyTorch does for its `alpha`/`value` arguments.
+#include <atomic>
 #include <cmath>
 
 #include "elementwise.h"
@@ -186,6 +187,50 @@ void adam_step_impl(const OpArgs& args) {
   }
 }
 
+// grad *= inv_scale in the gradient's compute type, noting any inf or NaN it held.
+template <class T>
+struct UnscaleLoop {
+  compute_t<T> inv_scale;
+  std::atomic<bool>* non_finite;
+
+  void operator()(char* const* p, const int64_t* s, int64_t n) const {
+    T* g = reinterpret_cast<T*>(p[0]);
+    bool bad = false;
+    for (int64_t i = 0; i < n; ++i) {
+      const compute_t<T> v = load(g[i * s[0]]);
+      bad |= !std::isfinite(v);
+      g[i * s[0]] = store<T>(v * inv_scale);
+    }
+    if (bad) non_finite->store(true, std::memory_order_relaxed);
+  }
+};
+
+void non_finite_check_and_unscale_impl(const OpArgs& args) {
+  const kiln_op_args& raw = args.raw();
+  KILN_SDK_CHECK_ARG(raw.num_inputs == 1 && raw.num_outputs >= 2 && raw.num_outputs <= 8,
+                     "expected inv_scale, found_inf and 1 to 7 gradients, got ", raw.num_inputs,
+                     " inputs and ", raw.num_outputs, " outputs");
+  const Tensor inv_scale = args.input(0), found_inf = args.output(0);
+  for (const Tensor* t : {&inv_scale, &found_inf}) {
+    expect_dtype(*t, KILN_DTYPE_FLOAT32, t == &inv_scale ? "inv_scale" : "found_inf");
+    KILN_SDK_CHECK_ARG(t->numel() == 1, t == &inv_scale ? "inv_scale" : "found_inf",
+                       " must hold one element, got shape ", shape_string(*t));
+  }
+  const float inv = *inv_scale.ptr<const float>();
+  std::atomic<bool> non_finite{false};
+  for (size_t i = 1; i < raw.num_outputs; ++i) {
+    const Tensor grad = args.output(i);
+    const Tensor* ops[1] = {&grad};
+    if (!dispatch<FloatTypes>(grad.dtype, [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          run_loop(make_loop_plan(ops), UnscaleLoop<T>{compute_t<T>(inv), &non_finite});
+        })) {
+      unsupported_dtype(grad.dtype);
+    }
+  }
+  if (non_finite.load()) *found_inf.ptr<float>() = 1.0f;
+}
+
 }  // namespace
 
 // float16 and bfloat16 parameters and state through the float32 loops (widen.h): each
@@ -196,6 +241,8 @@ void add_optim_kernels(KernelList& list) {
       catalogue_entry<op::sgd_step>(&run_kernel<widened<sgd_step_impl>>, supports, kStridedInOut));
   list.push_back(catalogue_entry<op::adam_step>(&run_kernel<widened<adam_step_impl>>, supports,
                                                 kStridedInOut));
+  list.push_back(catalogue_kernel<op::non_finite_check_and_unscale>(
+      &run_kernel<non_finite_check_and_unscale_impl>, kStridedInOut));
 }
 
 }  // namespace kiln::cpu

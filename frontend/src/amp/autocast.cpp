@@ -1,0 +1,163 @@
+// Autocast scopes (kiln/amp.h): per-thread state, the policy lookup and the cast cache.
+#include "amp/autocast.h"
+
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/tensor_impl.h"
+#include "kiln/amp.h"
+#include "kiln/error.h"
+#include "op_autocast.h"
+
+namespace kiln {
+
+namespace detail {
+
+thread_local bool autocast_on = false;
+
+namespace {
+
+// A cached cast of one parameter: the source (kept alive so its address is not
+// reused), the version it was cast at, and the cast.
+struct CachedCast {
+  Tensor source;
+  uint64_t version;
+  Tensor cast;
+};
+
+struct AutocastState {
+  // Backends with autocast on, and each one's dtype (few: a vector beats a map).
+  std::vector<std::pair<std::string, DType>> enabled;
+  // The dtype each backend's last scope set (get_autocast_dtype).
+  std::vector<std::pair<std::string, DType>> dtypes;
+  int depth = 0;      // scopes open, enabled or not: the cache lives until the last ends
+  int suspended = 0;  // AutocastSuspend guards open
+  std::unordered_map<const TensorImpl*, CachedCast> cache;
+
+  void refresh() { autocast_on = suspended == 0 && !enabled.empty(); }
+};
+
+AutocastState& state() {
+  thread_local AutocastState s;
+  return s;
+}
+
+template <class V>
+std::pair<std::string, DType>* find(V& list, std::string_view backend) {
+  for (auto& entry : list)
+    if (entry.first == backend) return &entry;
+  return nullptr;
+}
+
+constexpr AutocastPolicy kPolicies[] = {
+#define KILN_AUTOCAST_POLICY(op, policy) AutocastPolicy::policy,
+    KILN_OP_AUTOCAST(KILN_AUTOCAST_POLICY)
+#undef KILN_AUTOCAST_POLICY
+};
+static_assert(sizeof kPolicies / sizeof kPolicies[0] == kNumOps);
+
+}  // namespace
+
+AutocastPolicy autocast_policy(OpId op) { return kPolicies[static_cast<size_t>(op)]; }
+
+Tensor autocast_slow(OpId op, const Tensor& x) {
+  const AutocastPolicy policy = autocast_policy(op);
+  if (policy == AutocastPolicy::None || !x.defined()) return x;
+  const DType from = x.dtype();
+  if (!is_floating(from) || from == DType::Float64) return x;
+  AutocastState& s = state();
+  const auto* scope = find(s.enabled, x.device().backend());
+  if (scope == nullptr) return x;
+  const DType to = policy == AutocastPolicy::Lower ? scope->second : DType::Float32;
+  if (from == to) return x;
+  if (!(x.is_leaf() && x.requires_grad())) return x.to(to);
+  // A parameter: cast once per outermost scope, again only if it changed in place.
+  const TensorImpl* key = x.impl().get();
+  auto it = s.cache.find(key);
+  if (it != s.cache.end() && it->second.version == key->storage->version &&
+      it->second.cast.dtype() == to)
+    return it->second.cast;
+  Tensor cast = x.to(to);
+  s.cache[key] = CachedCast{x, key->storage->version, cast};
+  return cast;
+}
+
+bool autocast_inputs(OpId op, std::initializer_list<Tensor*> inputs) {
+  bool changed = false;
+  for (Tensor* t : inputs) {
+    Tensor cast = autocast_slow(op, *t);
+    if (cast.impl() != t->impl()) {
+      *t = std::move(cast);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+AutocastSuspend::AutocastSuspend() {
+  ++state().suspended;
+  state().refresh();
+}
+
+AutocastSuspend::~AutocastSuspend() {
+  --state().suspended;
+  state().refresh();
+}
+
+}  // namespace detail
+
+autocast::autocast(std::string device_type, DType dtype, bool enabled)
+    : device_type_(std::move(device_type)) {
+  KILN_CHECK(dtype == DType::BFloat16 || dtype == DType::Float16,
+             "autocast: the dtype must be float16 or bfloat16, got ", dtype);
+  KILN_CHECK(!device_type_.empty(), "autocast: expected a backend name (\"cpu\", \"cuda\", ...)");
+  auto& s = detail::state();
+  previous_enabled_ = detail::find(s.enabled, device_type_) != nullptr;
+  previous_dtype_ = get_autocast_dtype(device_type_);
+  if (auto* d = detail::find(s.dtypes, device_type_))
+    d->second = dtype;
+  else
+    s.dtypes.emplace_back(device_type_, dtype);
+  auto* e = detail::find(s.enabled, device_type_);
+  if (enabled) {
+    if (e)
+      e->second = dtype;
+    else
+      s.enabled.emplace_back(device_type_, dtype);
+  } else if (e) {
+    s.enabled.erase(s.enabled.begin() + (e - s.enabled.data()));
+  }
+  ++s.depth;
+  s.refresh();
+}
+
+autocast::~autocast() {
+  auto& s = detail::state();
+  if (auto* d = detail::find(s.dtypes, device_type_)) d->second = previous_dtype_;
+  auto* e = detail::find(s.enabled, device_type_);
+  if (previous_enabled_) {
+    if (e)
+      e->second = previous_dtype_;
+    else
+      s.enabled.emplace_back(device_type_, previous_dtype_);
+  } else if (e) {
+    s.enabled.erase(s.enabled.begin() + (e - s.enabled.data()));
+  }
+  if (--s.depth == 0) s.cache.clear();
+  s.refresh();
+}
+
+bool is_autocast_enabled(std::string_view device_type) {
+  return detail::find(detail::state().enabled, device_type) != nullptr;
+}
+
+DType get_autocast_dtype(std::string_view device_type) {
+  const auto* d = detail::find(detail::state().dtypes, device_type);
+  return d ? d->second : DType::BFloat16;
+}
+
+void clear_autocast_cache() { detail::state().cache.clear(); }
+
+}  // namespace kiln

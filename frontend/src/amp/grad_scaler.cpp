@@ -1,0 +1,170 @@
+// kiln::amp::GradScaler: loss scaling with PyTorch's defaults and update rule.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kiln/amp.h"
+#include "kiln/autograd.h"
+#include "kiln/error.h"
+#include "kiln/optim/optimizer.h"
+#include "ops/common.h"
+
+namespace kiln::amp {
+
+namespace {
+
+// The most gradients one kiln.non_finite_check_and_unscale call takes: the ABI's 8
+// outputs, less found_inf.
+constexpr size_t kGradsPerCall = 7;
+
+void check_options(const GradScalerOptions& o) {
+  KILN_CHECK(std::isfinite(o.init_scale) && o.init_scale > 0,
+             "GradScaler: init_scale must be finite and positive, got ", o.init_scale);
+  KILN_CHECK(std::isfinite(o.growth_factor) && o.growth_factor > 1,
+             "GradScaler: growth_factor must be finite and > 1, got ", o.growth_factor);
+  KILN_CHECK(o.backoff_factor > 0 && o.backoff_factor < 1,
+             "GradScaler: backoff_factor must be in (0, 1), got ", o.backoff_factor);
+  KILN_CHECK(o.growth_interval >= 1, "GradScaler: growth_interval must be >= 1, got ",
+             o.growth_interval);
+}
+
+}  // namespace
+
+GradScaler::GradScaler(GradScalerOptions options) : options_(options), scale_(options.init_scale) {
+  check_options(options_);
+}
+
+Tensor GradScaler::scale(const Tensor& loss) {
+  detail::impl_of(loss, "GradScaler::scale");
+  if (!options_.enabled) return loss;
+  KILN_CHECK(is_floating(loss.dtype()), "GradScaler::scale: expected a floating-point loss, got ",
+             loss.dtype());
+  return loss * scalar_tensor(scale_, TensorOptions(DType::Float32).device(loss.device()));
+}
+
+void GradScaler::unscale_(optim::Optimizer& optimizer) {
+  if (!options_.enabled) return;
+  KILN_CHECK(!found_inf_.count(&optimizer),
+             "GradScaler::unscale_: already called for this optimizer since the last update()");
+  NoGradGuard no_grad;
+  // The gradients per device, unscaled in calls of up to kGradsPerCall.
+  std::map<std::string, std::vector<Tensor>> by_device;
+  for (auto& group : optimizer.param_groups()) {
+    for (auto& p : group.params) {
+      Tensor g = p.grad();
+      if (!g.defined()) continue;
+      KILN_CHECK(is_floating(g.dtype()), "GradScaler::unscale_: a gradient is ", g.dtype());
+      by_device[g.device().str()].push_back(g);
+    }
+  }
+  auto& flags = found_inf_[&optimizer];
+  for (auto& [device, grads] : by_device) {
+    const auto on = TensorOptions(DType::Float32).device(grads[0].device());
+    Tensor inv = full({1}, 1.0 / scale_, on);
+    Tensor found = zeros({1}, on);
+    for (size_t i = 0; i < grads.size(); i += kGradsPerCall) {
+      std::vector<const detail::TensorImpl*> outputs = {found.impl().get()};
+      for (size_t j = i; j < std::min(grads.size(), i + kGradsPerCall); ++j) {
+        detail::impl_of(grads[j], "GradScaler::unscale_");
+        outputs.push_back(grads[j].impl().get());
+      }
+      const detail::TensorImpl* inputs[] = {inv.impl().get()};
+      detail::dispatch(detail::OpId::non_finite_check_and_unscale, inputs, outputs);
+      for (size_t j = i; j < std::min(grads.size(), i + kGradsPerCall); ++j)
+        grads[j].impl()->storage->version++;
+    }
+    flags[device] = found;
+  }
+}
+
+bool GradScaler::step(optim::Optimizer& optimizer) {
+  if (!options_.enabled) {
+    optimizer.step();
+    return true;
+  }
+  KILN_CHECK(!stepped_.count(&optimizer),
+             "GradScaler::step: already called for this optimizer since the last update()");
+  if (!found_inf_.count(&optimizer)) unscale_(optimizer);
+  double found = 0;
+  for (const auto& [device, flag] : found_inf_[&optimizer]) found += flag.item<float>();
+  stepped_[&optimizer] = found != 0;
+  if (found != 0) return false;
+  optimizer.step();
+  return true;
+}
+
+void GradScaler::update(std::optional<double> new_scale) {
+  if (!options_.enabled) return;
+  if (new_scale) {
+    KILN_CHECK(std::isfinite(*new_scale) && *new_scale > 0,
+               "GradScaler::update: the new scale must be finite and positive, got ", *new_scale);
+    scale_ = *new_scale;
+    growth_tracker_ = 0;
+  } else {
+    KILN_CHECK(!found_inf_.empty(),
+               "GradScaler::update: no unscale_() or step() ran since the last update()");
+    bool found = false;
+    for (const auto& [optimizer, flags] : found_inf_) {
+      auto it = stepped_.find(optimizer);
+      if (it != stepped_.end()) {
+        found = found || it->second;
+      } else {
+        for (const auto& [device, flag] : flags) found = found || flag.item<float>() != 0;
+      }
+    }
+    if (found) {
+      scale_ *= options_.backoff_factor;
+      growth_tracker_ = 0;
+    } else if (++growth_tracker_ >= options_.growth_interval) {
+      const double grown = scale_ * options_.growth_factor;
+      if (std::isfinite(grown)) scale_ = grown;  // PyTorch keeps a scale that would overflow
+      growth_tracker_ = 0;
+    }
+  }
+  found_inf_.clear();
+  stepped_.clear();
+}
+
+nn::StateDict GradScaler::state_dict() const {
+  auto f64 = [](double v) { return scalar_tensor(v, TensorOptions(DType::Float64)); };
+  return {{"scale", f64(scale_)},
+          {"growth_factor", f64(options_.growth_factor)},
+          {"backoff_factor", f64(options_.backoff_factor)},
+          {"growth_interval", f64(static_cast<double>(options_.growth_interval))},
+          {"growth_tracker", f64(static_cast<double>(growth_tracker_))}};
+}
+
+void GradScaler::load_state_dict(const nn::StateDict& dict) {
+  auto value = [&](const char* key) {
+    for (const auto& [name, t] : dict) {
+      if (name != key) continue;
+      KILN_CHECK(t.defined() && t.numel() == 1 && is_floating(t.dtype()),
+                 "GradScaler::load_state_dict: '", key, "' must be one floating-point value");
+      return t.to(DType::Float64).item<double>();
+    }
+    KILN_FAIL("GradScaler::load_state_dict: the state has no '", key, "'");
+  };
+  GradScalerOptions o = options_;
+  const double scale = value("scale");
+  o.growth_factor = value("growth_factor");
+  o.backoff_factor = value("backoff_factor");
+  const double interval = value("growth_interval"), tracker = value("growth_tracker");
+  KILN_CHECK(std::isfinite(scale) && scale > 0,
+             "GradScaler::load_state_dict: 'scale' must be finite and positive, got ", scale);
+  KILN_CHECK(interval >= 1 && interval <= 9e15 && interval == std::floor(interval),
+             "GradScaler::load_state_dict: 'growth_interval' must be a whole number >= 1, got ",
+             interval);
+  KILN_CHECK(tracker >= 0 && tracker < interval && tracker == std::floor(tracker),
+             "GradScaler::load_state_dict: 'growth_tracker' must be a whole number in [0, "
+             "growth_interval), got ",
+             tracker);
+  o.growth_interval = static_cast<int64_t>(interval);
+  check_options(o);
+  options_ = o;
+  scale_ = scale;
+  growth_tracker_ = static_cast<int64_t>(tracker);
+  found_inf_.clear();
+  stepped_.clear();
+}
+
+}  // namespace kiln::amp

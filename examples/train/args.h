@@ -18,7 +18,8 @@ struct Args {
   std::string data;
   std::string checkpoint;
   std::string metrics_json;
-  std::string profile;  // --profile FILE.json
+  std::string profile;             // --profile FILE.json
+  std::string precision = "fp32";  // fp32, bf16 (autocast) or fp16 (autocast and GradScaler)
   int64_t profile_steps = 20;
   int64_t epochs = 8;
   int64_t batch_size = 64;

@@ -93,15 +93,18 @@ json run_identity(const Args& a) {
           {"seed", a.seed},
           {"batch_norm", !a.no_batch_norm},
           {"augment", !a.no_augment},
-          {"limit_batches", a.limit_batches}};
+          {"limit_batches", a.limit_batches},
+          {"precision", a.precision}};
 }
 
 void save_checkpoint(const Args& a, const nn::Module& model, const optim::Optimizer& opt,
-                     const optim::LRScheduler* schedule, int64_t epochs_done,
-                     const History& history) {
+                     const optim::LRScheduler* schedule, const amp::GradScaler* scaler,
+                     int64_t epochs_done, const History& history) {
   io::NamedTensors tensors;
   for (auto& [n, t] : model.state_dict()) tensors.emplace_back("model." + n, t);
   for (auto& [n, t] : opt.state_dict()) tensors.emplace_back("optimizer." + n, t);
+  if (scaler)
+    for (auto& [n, t] : scaler->state_dict()) tensors.emplace_back("scaler." + n, t);
   GeneratorState g = generator_state();
   io::Metadata meta{{"format", "kiln-train checkpoint v1"},
                     {"epochs_done", std::to_string(epochs_done)},
@@ -114,7 +117,8 @@ void save_checkpoint(const Args& a, const nn::Module& model, const optim::Optimi
 }
 
 int64_t restore(const Args& a, const io::SafetensorsFile& file, nn::Module& model,
-                optim::Optimizer& opt, optim::LRScheduler* schedule, History& history) {
+                optim::Optimizer& opt, optim::LRScheduler* schedule, amp::GradScaler* scaler,
+                History& history) {
   auto meta = [&](const std::string& key) -> const std::string& {
     auto it = file.metadata.find(key);
     KILN_CHECK(it != file.metadata.end(), "--resume: ", a.checkpoint,
@@ -146,14 +150,18 @@ int64_t restore(const Args& a, const io::SafetensorsFile& file, nn::Module& mode
                ", ", saved_history.test_accuracy.size(), " and ", saved_history.seconds.size(),
                " entries (train_loss, test_accuracy, seconds), but epochs_done is ", epochs_done);
 
-    nn::StateDict model_state, opt_state;
+    nn::StateDict model_state, opt_state, scaler_state;
     for (auto& [n, t] : file.tensors) {
       if (n.rfind("model.", 0) == 0)
         model_state.emplace_back(n.substr(6), t);
       else if (n.rfind("optimizer.", 0) == 0)
         opt_state.emplace_back(n.substr(10), t);
+      else if (n.rfind("scaler.", 0) == 0)
+        scaler_state.emplace_back(n.substr(7), t);
     }
     try {
+      // The scaler's state first: it is checked whole before it changes anything.
+      if (scaler) scaler->load_state_dict(scaler_state);
       model.load_state_dict(model_state);
       opt.load_state_dict(opt_state);
     } catch (const Error& e) {
@@ -173,7 +181,7 @@ int64_t restore(const Args& a, const io::SafetensorsFile& file, nn::Module& mode
 }
 
 int64_t load_checkpoint(const Args& a, nn::Module& model, optim::Optimizer& opt,
-                        optim::LRScheduler* schedule, History& history) {
+                        optim::LRScheduler* schedule, amp::GradScaler* scaler, History& history) {
   io::SafetensorsFile file;
   try {
     file = io::load_safetensors(a.checkpoint);
@@ -183,7 +191,7 @@ int64_t load_checkpoint(const Args& a, nn::Module& model, optim::Optimizer& opt,
     if (message.size() <= kMaxMessage) throw;
     KILN_FAIL(shorten(message, kMaxMessage));
   }
-  return restore(a, file, model, opt, schedule, history);
+  return restore(a, file, model, opt, schedule, scaler, history);
 }
 
 }  // namespace kiln::train

@@ -5,6 +5,7 @@
 //
 //   tensors     "model.<name>"      the model's state_dict
 //               "optimizer.<name>"  the optimizer's state_dict
+//               "scaler.<name>"     the GradScaler's state_dict (--precision fp16)
 //   metadata    format              "kiln-train checkpoint v1"
 //               epochs_done         decimal, 0..epochs
 //               generator_seed      decimal uint64 (Kiln's global generator)
@@ -13,14 +14,17 @@
 //               run                 JSON object: run_identity() of the run that wrote it
 //               history             JSON object: History::to_json()
 //
-//   kiln::train::save_checkpoint(args, model, optimizer, schedule.get(), epoch + 1, history);
-//   int64_t done = kiln::train::load_checkpoint(args, model, optimizer, schedule.get(), history);
+//   kiln::train::save_checkpoint(args, model, optimizer, schedule.get(), scaler, epoch + 1,
+//                                history);
+//   int64_t done = kiln::train::load_checkpoint(args, model, optimizer, schedule.get(), scaler,
+//                                               history);
 //
 // A checkpoint may come from anywhere, so reading one is hardened: JSON nesting deeper
 // than kMaxMetadataDepth is refused while it is parsed (no deep tree is ever built),
 // numbers must be whole decimal strings in range, and messages quote at most a short
 // excerpt of what the file holds.
 
+#include <kiln/amp.h>
 #include <kiln/io/safetensors.h>
 #include <kiln/nn/module.h>
 #include <kiln/optim/optimizer.h>
@@ -50,7 +54,8 @@ struct History {
 
 /// The options that must match for --resume to continue the same run (model,
 /// optimizer, schedule, epochs, batch size, lr, weight decay, dropout, label
-/// smoothing, seed, batch norm, augmentation, limit_batches), as a JSON object.
+/// smoothing, seed, batch norm, augmentation, limit_batches, precision), as a JSON
+/// object.
 nlohmann::json run_identity(const Args& a);
 
 /// Writes a checkpoint after `epochs_done` epochs to `a.checkpoint`, atomically (see
@@ -58,8 +63,8 @@ nlohmann::json run_identity(const Args& a);
 /// generator state, the schedule's step (`schedule` may be null), run_identity(a)
 /// and `history`. Throws kiln::Error naming the path if it cannot be written.
 void save_checkpoint(const Args& a, const nn::Module& model, const optim::Optimizer& opt,
-                     const optim::LRScheduler* schedule, int64_t epochs_done,
-                     const History& history);
+                     const optim::LRScheduler* schedule, const amp::GradScaler* scaler,
+                     int64_t epochs_done, const History& history);
 
 /// Restores a run from `file`, already read from `a.checkpoint`, and returns the
 /// number of epochs it had completed (0..a.epochs). All metadata is parsed and
@@ -72,12 +77,13 @@ void save_checkpoint(const Args& a, const nn::Module& model, const optim::Optimi
 /// length is not epochs_done; tensors that do not match the model or optimizer (their
 /// message cut to about 2000 characters).
 int64_t restore(const Args& a, const io::SafetensorsFile& file, nn::Module& model,
-                optim::Optimizer& opt, optim::LRScheduler* schedule, History& history);
+                optim::Optimizer& opt, optim::LRScheduler* schedule, amp::GradScaler* scaler,
+                History& history);
 
 /// kiln::io::load_safetensors(a.checkpoint) on the default device, then restore().
 /// Throws kiln::Error naming the file for anything wrong with it; messages are cut
 /// to about 2000 characters, however long the names or JSON the file holds.
 int64_t load_checkpoint(const Args& a, nn::Module& model, optim::Optimizer& opt,
-                        optim::LRScheduler* schedule, History& history);
+                        optim::LRScheduler* schedule, amp::GradScaler* scaler, History& history);
 
 }  // namespace kiln::train

@@ -37,6 +37,7 @@
 #include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #if KILN_TRAIN_HAS_MPI
 #include <kiln/distributed/mpi.h>
@@ -100,10 +101,19 @@ std::unique_ptr<kiln::optim::LRScheduler> make_schedule(const Args& a, kiln::opt
   KILN_FAIL("unknown schedule '", a.schedule, "' (expected cosine, onecycle, step or none)");
 }
 
-double evaluate(kiln::nn::Module& model, kiln::data::DataLoader& loader) {
+// The autocast of --precision: bf16 and fp16 lower the convolutions and matmuls of the
+// forward pass (and of evaluation) to that type; fp32 leaves everything alone.
+kiln::autocast precision_scope(const Args& a, const kiln::Device& device) {
+  return kiln::autocast(device.backend(), a.precision == "fp16" ? kiln::float16 : kiln::bfloat16,
+                        a.precision != "fp32");
+}
+
+double evaluate(const Args& a, kiln::nn::Module& model, kiln::data::DataLoader& loader,
+                const kiln::Device& device) {
   kiln::NoGradGuard no_grad;
   model.eval();
   int64_t correct = 0, total = 0;
+  const kiln::autocast scope = precision_scope(a, device);
   for (auto& batch : loader) {
     kiln::Tensor predicted = model.forward(batch.input).argmax(1);
     correct += (predicted == batch.target).sum().item<int64_t>();
@@ -157,6 +167,9 @@ int run(const Args& a) {
              "--devices (DataParallel in one process) cannot be "
              "combined with an MPI launch (one process per device); use one or the other");
   KILN_CHECK(a.device.empty() || a.devices.empty(), "--device and --devices exclude each other");
+  // Autocast is per thread and DataParallel runs its replicas on threads of its own.
+  KILN_CHECK(a.precision == "fp32" || a.devices.empty(), "--precision ", a.precision,
+             " runs on one device per process: it cannot be combined with --devices");
   std::vector<kiln::Device> devices;
   if (!a.devices.empty()) devices = parse_devices(a.devices);
   kiln::Device device = !devices.empty()    ? devices[0]
@@ -211,12 +224,16 @@ int run(const Args& a) {
              ": epochs x ", batches, " batches per epoch does not fit the step counter");
   auto optimizer = make_optimizer(a, model->parameters());
   auto schedule = make_schedule(a, *optimizer, a.epochs * batches);
+  // float16 needs loss scaling: its gradients would otherwise underflow.
+  std::optional<kiln::amp::GradScaler> scaler;
+  if (a.precision == "fp16") scaler.emplace();
 
   History history;
   int64_t start_epoch = 0;
   if (a.resume) {
     if (std::filesystem::exists(a.checkpoint)) {
-      start_epoch = kiln::train::load_checkpoint(a, *model, *optimizer, schedule.get(), history);
+      start_epoch = kiln::train::load_checkpoint(a, *model, *optimizer, schedule.get(),
+                                                 scaler ? &*scaler : nullptr, history);
       std::cout << "resumed from " << a.checkpoint << " after epoch " << start_epoch << "\n";
     } else {
       std::cout << "no checkpoint at " << a.checkpoint << " yet: starting from scratch\n";
@@ -230,8 +247,12 @@ int run(const Args& a) {
   if (main_rank)
     std::cout << "kiln-train: model " << a.model << ", optimizer " << a.optimizer << ", lr " << a.lr
               << ", batch " << a.batch_size << (group ? " per rank" : "") << ", " << a.epochs
-              << " epochs on " << where << " (" << train_set->size() << " training / "
-              << test_set->size() << " test images)\n";
+              << " epochs on " << where << ", precision " << a.precision
+              << (a.precision == "bf16"   ? " (autocast)"
+                  : a.precision == "fp16" ? " (autocast, loss scaling)"
+                                          : "")
+              << " (" << train_set->size() << " training / " << test_set->size()
+              << " test images)\n";
 
   kiln::train::StepProfiler step_profiler(main_rank ? a.profile : std::string(), a.profile_steps);
   for (int64_t epoch = start_epoch; epoch < a.epochs; ++epoch) {
@@ -239,25 +260,39 @@ int run(const Args& a) {
     model->train();
     kiln::train::Progress progress(epoch + 1, a.epochs, batches, batch_size, main_rank);
     double loss_sum = 0;
-    int64_t done = 0;
+    int64_t done = 0, skipped = 0;
     for (auto& batch : train_loader) {
       if (done == batches) break;
       step_profiler.begin_step();
       optimizer->zero_grad();
-      kiln::Tensor loss = F::cross_entropy(net->forward(batch.input), batch.target,
-                                           kiln::nn::Reduction::Mean, -100, a.label_smoothing);
-      loss.backward();
+      kiln::Tensor loss;
+      {
+        const kiln::autocast scope = precision_scope(a, device);
+        loss = F::cross_entropy(net->forward(batch.input), batch.target, kiln::nn::Reduction::Mean,
+                                -100, a.label_smoothing);
+      }
+      (scaler ? scaler->scale(loss) : loss).backward();
       double value = loss.item<double>();
-      KILN_CHECK(std::isfinite(value), "training diverged: the loss is ", value, " at epoch ",
-                 epoch + 1, ", step ", done + 1, " (global step ", epoch * batches + done + 1,
-                 "); try a smaller --lr");
-      optimizer->step();
+      // With loss scaling an inf or NaN is a skipped step (the scale backs off), not
+      // divergence: the scaler decides from the gradients.
+      KILN_CHECK(scaler || std::isfinite(value), "training diverged: the loss is ", value,
+                 " at epoch ", epoch + 1, ", step ", done + 1, " (global step ",
+                 epoch * batches + done + 1, "); try a smaller --lr");
+      if (scaler) {
+        if (!scaler->step(*optimizer)) ++skipped;
+        scaler->update();
+      } else {
+        optimizer->step();
+      }
       if (schedule) schedule->step();
       step_profiler.end_step();
-      loss_sum += value;
+      if (std::isfinite(value)) loss_sum += value;
       progress.update(++done, value);
     }
-    double train_loss = loss_sum / static_cast<double>(std::max<int64_t>(done, 1));
+    double train_loss = loss_sum / static_cast<double>(std::max<int64_t>(done - skipped, 1));
+    KILN_CHECK(skipped < done || done == 0, "training diverged: every step of epoch ", epoch + 1,
+               " had an inf or NaN gradient (loss scale now ", scaler ? scaler->get_scale() : 0.0,
+               "); try a smaller --lr");
     const double train_seconds = progress.elapsed();
     std::string throughput;
     if (group) {
@@ -279,17 +314,19 @@ int run(const Args& a) {
       train_loss = loss_total / ranks;
       throughput += ", total " + std::to_string(static_cast<int64_t>(rate_total));
     }
-    double accuracy = main_rank ? evaluate(*model, test_loader) : 0.0;
+    double accuracy = main_rank ? evaluate(a, *model, test_loader, device) : 0.0;
     char summary[160];
     std::snprintf(summary, sizeof summary, "epoch %lld/%lld: train loss %.4f, test accuracy %.4f",
                   static_cast<long long>(epoch + 1), static_cast<long long>(a.epochs), train_loss,
                   accuracy);
+    if (skipped > 0) throughput += ", " + std::to_string(skipped) + " steps skipped (inf/NaN)";
     double seconds = progress.finish(summary + throughput);
     history.train_loss.push_back(train_loss);
     history.test_accuracy.push_back(accuracy);
     history.seconds.push_back(seconds);
     if (!a.checkpoint.empty() && main_rank)
-      kiln::train::save_checkpoint(a, *model, *optimizer, schedule.get(), epoch + 1, history);
+      kiln::train::save_checkpoint(a, *model, *optimizer, schedule.get(),
+                                   scaler ? &*scaler : nullptr, epoch + 1, history);
     if (a.stop_after > 0 && epoch + 1 == a.stop_after) {
       std::cout << "stopping after epoch " << a.stop_after << " (--stop-after)\n";
       return 0;
@@ -307,6 +344,7 @@ int run(const Args& a) {
         {"device", device.str()},
         {"model", a.model},
         {"optimizer", a.optimizer},
+        {"precision", a.precision},
         {"epochs", a.epochs},
         {"batch_size", a.batch_size},
         {"final_train_loss", history.train_loss.empty() ? 0.0 : history.train_loss.back()},
@@ -364,6 +402,10 @@ int main(int argc, char** argv) {
   app.add_option("--devices", a.devices,
                  "train on several devices of this process with nn::DataParallel, e.g. "
                  "cpu:0,cpu:1 (the batch is split across them)");
+  app.add_option("--precision", a.precision,
+                 "fp32, bf16 (autocast) or fp16 (autocast and loss scaling)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   app.add_option("--seed", a.seed)
       ->capture_default_str()
       ->check(integer_in(0, std::numeric_limits<uint64_t>::max()));

@@ -30,7 +30,15 @@ TEST(Autocast, EachListedOpRunsInThePromisedDtype) {
     EXPECT_EQ(exp(half).dtype(), float32);
     EXPECT_EQ(log(half.abs() + 1).dtype(), float32);
     EXPECT_EQ(pow(half, 2.0).dtype(), float32);
+    EXPECT_EQ(rsqrt(half.abs() + 1).dtype(), float32);
     EXPECT_EQ(half.sum().dtype(), float32);
+    EXPECT_EQ(half.prod({1}).dtype(), float32);
+    EXPECT_EQ(half.var({1}).dtype(), float32);
+    EXPECT_EQ(F::batch_norm(half.reshape({4, 2, 4}), zeros({2}), ones({2}), {}, {}, true).dtype(),
+              float32);
+    EXPECT_EQ(
+        F::nll_loss(F::log_softmax(a, 1).to(bfloat16), from_vector<int64_t>({0, 1, 2, 0})).dtype(),
+        float32);
     EXPECT_EQ(F::softmax(half, 1).dtype(), float32);
     EXPECT_EQ(F::log_softmax(half, 1).dtype(), float32);
     EXPECT_EQ(F::layer_norm(half, {8}).dtype(), float32);

@@ -50,7 +50,7 @@ class CheckpointRestore : public ::testing::Test {
     model_->forward(kiln::ones({2, 4})).sum().backward();
     optimizer_->step();
     for (int i = 0; i < 4; ++i) schedule_->step();
-    kiln::train::save_checkpoint(args_, *model_, *optimizer_, schedule_.get(), 2, history);
+    kiln::train::save_checkpoint(args_, *model_, *optimizer_, schedule_.get(), nullptr, 2, history);
     return kiln::io::load_safetensors(args_.checkpoint);
   }
 
@@ -61,7 +61,7 @@ class CheckpointRestore : public ::testing::Test {
     file.metadata[key] = value;
     History history;
     try {
-      kiln::train::restore(args_, file, *model_, *optimizer_, schedule_.get(), history);
+      kiln::train::restore(args_, file, *model_, *optimizer_, schedule_.get(), nullptr, history);
     } catch (const kiln::Error& e) {
       return e.what();
     } catch (const std::exception& e) {
@@ -97,7 +97,9 @@ TEST_F(CheckpointRestore, RoundTripRestoresEverything) {
   model_->parameters()[0].fill_(0.0);
   History history;
   schedule_->set_step(0);
-  EXPECT_EQ(kiln::train::restore(args_, file, *model_, *optimizer_, schedule_.get(), history), 2);
+  EXPECT_EQ(
+      kiln::train::restore(args_, file, *model_, *optimizer_, schedule_.get(), nullptr, history),
+      2);
   EXPECT_EQ(model_->parameters()[0].to_vector<float>(), weight);
   EXPECT_EQ(kiln::generator_state().seed, generator.seed);
   EXPECT_EQ(kiln::generator_state().offset, generator.offset);
@@ -106,10 +108,42 @@ TEST_F(CheckpointRestore, RoundTripRestoresEverything) {
   EXPECT_EQ(history.seconds, (std::vector<double>{1.0, 1.1}));
 }
 
+// --precision fp16: the GradScaler's state rides along, and a hostile value in it is
+// refused naming the file and the key.
+TEST_F(CheckpointRestore, TheLossScalersStateRoundTripsAndIsChecked) {
+  args_.precision = "fp16";
+  kiln::amp::GradScaler scaler(kiln::amp::GradScalerOptions{.init_scale = 512});
+  scaler.update(128.0);
+  History history{{0.9}, {0.6}, {1.0}};
+  kiln::train::save_checkpoint(args_, *model_, *optimizer_, schedule_.get(), &scaler, 1, history);
+  auto file = kiln::io::load_safetensors(args_.checkpoint);
+  kiln::amp::GradScaler restored;
+  EXPECT_EQ(
+      kiln::train::restore(args_, file, *model_, *optimizer_, schedule_.get(), &restored, history),
+      1);
+  EXPECT_EQ(restored.get_scale(), 128.0);
+  for (auto& [name, t] : file.tensors)
+    if (name == "scaler.scale") t = kiln::scalar_tensor(-1.0, kiln::TensorOptions(kiln::float64));
+  try {
+    kiln::train::restore(args_, file, *model_, *optimizer_, schedule_.get(), &restored, history);
+    ADD_FAILURE() << "a negative loss scale was accepted";
+  } catch (const kiln::Error& e) {
+    expect_short_and_named(e.what(), args_.checkpoint);
+    EXPECT_NE(std::string(e.what()).find("'scale'"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(restored.get_scale(), 128.0);
+  // A run with another precision is another run.
+  args_.precision = "bf16";
+  EXPECT_NE(refusal(file, "format", "kiln-train checkpoint v1").find("other options"),
+            std::string::npos);
+}
+
 TEST_F(CheckpointRestore, LoadCheckpointReadsTheFile) {
   valid_file();
   History history;
-  EXPECT_EQ(kiln::train::load_checkpoint(args_, *model_, *optimizer_, schedule_.get(), history), 2);
+  EXPECT_EQ(
+      kiln::train::load_checkpoint(args_, *model_, *optimizer_, schedule_.get(), nullptr, history),
+      2);
   EXPECT_EQ(history.test_accuracy, (std::vector<double>{0.6, 0.7}));
 }
 
@@ -146,7 +180,7 @@ TEST_F(CheckpointRestore, DeeplyNestedRunInAFileIsRefused) {
   kiln::io::save_safetensors(args_.checkpoint, file.tensors, file.metadata);
   History history;
   try {
-    kiln::train::load_checkpoint(args_, *model_, *optimizer_, schedule_.get(), history);
+    kiln::train::load_checkpoint(args_, *model_, *optimizer_, schedule_.get(), nullptr, history);
     ADD_FAILURE() << "load_checkpoint accepted a 100000-level 'run'";
   } catch (const kiln::Error& e) {
     EXPECT_NE(std::string(e.what()).find("nests deeper"), std::string::npos) << e.what();
@@ -205,8 +239,9 @@ TEST_F(CheckpointRestore, MissingMetadataIsRefused) {
   auto file = valid_file();
   file.metadata.erase("generator_offset");
   History history;
-  EXPECT_THROW(kiln::train::restore(args_, file, *model_, *optimizer_, schedule_.get(), history),
-               kiln::Error);
+  EXPECT_THROW(
+      kiln::train::restore(args_, file, *model_, *optimizer_, schedule_.get(), nullptr, history),
+      kiln::Error);
 }
 
 // load_safetensors quotes names from the file in its messages; load_checkpoint cuts
@@ -223,7 +258,7 @@ TEST_F(CheckpointRestore, HugeNamesInLoadErrorsAreCut) {
   }
   History history;
   try {
-    kiln::train::load_checkpoint(args_, *model_, *optimizer_, schedule_.get(), history);
+    kiln::train::load_checkpoint(args_, *model_, *optimizer_, schedule_.get(), nullptr, history);
     ADD_FAILURE() << "load_checkpoint accepted dtype F33";
   } catch (const kiln::Error& e) {
     const std::string message = e.what();
@@ -239,7 +274,7 @@ TEST_F(CheckpointRestore, MismatchedTensorsNameTheFile) {
     if (name == "model.weight") tensor = kiln::zeros({5, 4});
   History history;
   try {
-    kiln::train::restore(args_, file, *model_, *optimizer_, schedule_.get(), history);
+    kiln::train::restore(args_, file, *model_, *optimizer_, schedule_.get(), nullptr, history);
     ADD_FAILURE() << "restore accepted a [5, 4] weight for Linear(4, 3)";
   } catch (const kiln::Error& e) {
     EXPECT_NE(std::string(e.what()).find("size mismatch for: weight"), std::string::npos)

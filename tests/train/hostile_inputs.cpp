@@ -52,7 +52,7 @@ void write_checkpoint(const kiln::train::Args& a) {
   options.hidden = 256;  // kiln-train's MLP width
   auto model = kiln::train::make_model(a.model, options);
   kiln::optim::Adam optimizer(model->parameters(), kiln::optim::AdamOptions(a.lr));
-  kiln::train::save_checkpoint(a, *model, optimizer, nullptr, 0, {});
+  kiln::train::save_checkpoint(a, *model, optimizer, nullptr, nullptr, 0, {});
 }
 
 // `file` re-saved to `path` with metadata `key` replaced by `value`.

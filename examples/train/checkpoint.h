@@ -68,14 +68,18 @@ void save_checkpoint(const Args& a, const nn::Module& model, const optim::Optimi
 
 /// Restores a run from `file`, already read from `a.checkpoint`, and returns the
 /// number of epochs it had completed (0..a.epochs). All metadata is parsed and
-/// checked before any state changes; then the model's and optimizer's state, the
-/// schedule's step (when `schedule` is not null), Kiln's generator state and
-/// `history` are set. Throws kiln::Error (and nothing else) naming a.checkpoint for:
+/// checked before any state changes; then the loss scaler's (when `scaler` is not
+/// null), the model's and the optimizer's state, the schedule's step (when `schedule`
+/// is not null), Kiln's generator state and `history` are set, each refusing bad
+/// values before it changes (a refusal after the scaler's leaves the scaler restored
+/// and the run is not started). Throws kiln::Error (and nothing else) naming
+/// a.checkpoint for:
 /// a missing metadata key; "run" or "history" that is not JSON, nests deeper than
 /// kMaxMetadataDepth or has the wrong shape; a run written with other options than
 /// run_identity(a); a number that is not a whole decimal in range; a history whose
-/// length is not epochs_done; tensors that do not match the model or optimizer (their
-/// message cut to about 2000 characters).
+/// length is not epochs_done; tensors that do not match the model or optimizer, or a
+/// scaler state GradScaler::load_state_dict refuses (messages cut to about 2000
+/// characters).
 int64_t restore(const Args& a, const io::SafetensorsFile& file, nn::Module& model,
                 optim::Optimizer& opt, optim::LRScheduler* schedule, amp::GradScaler* scaler,
                 History& history);

@@ -260,7 +260,7 @@ int run(const Args& a) {
     model->train();
     kiln::train::Progress progress(epoch + 1, a.epochs, batches, batch_size, main_rank);
     double loss_sum = 0;
-    int64_t done = 0, skipped = 0;
+    int64_t done = 0, skipped = 0, finite = 0;
     for (auto& batch : train_loader) {
       if (done == batches) break;
       step_profiler.begin_step();
@@ -286,10 +286,13 @@ int run(const Args& a) {
       }
       if (schedule) schedule->step();
       step_profiler.end_step();
-      if (std::isfinite(value)) loss_sum += value;
+      if (std::isfinite(value)) {
+        loss_sum += value;
+        ++finite;
+      }
       progress.update(++done, value);
     }
-    double train_loss = loss_sum / static_cast<double>(std::max<int64_t>(done - skipped, 1));
+    double train_loss = loss_sum / static_cast<double>(std::max<int64_t>(finite, 1));
     KILN_CHECK(skipped < done || done == 0, "training diverged: every step of epoch ", epoch + 1,
                " had an inf or NaN gradient (loss scale now ", scaler ? scaler->get_scale() : 0.0,
                "); try a smaller --lr");

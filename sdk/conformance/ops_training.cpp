@@ -413,7 +413,8 @@ Outputs unscale_and_step(const Operands& grads) {
 std::vector<Case> unscale_cases() {
   std::vector<Case> cases;
   const double inf = std::numeric_limits<double>::infinity();
-  for (DType d : kTrainTypes) {
+  // GradScaler refuses float16 gradients (PyTorch's rule), so they never reach the op.
+  for (DType d : {DType::Float32, DType::Float64, DType::BFloat16}) {
     for (size_t count : {1, 3, 9}) {
       Case c;
       for (size_t i = 0; i < count; ++i)

@@ -118,6 +118,19 @@ TEST(Autocast, AParameterChangedInPlaceIsCastAgain) {
   EXPECT_EQ(second.to(float64).max().item<double>(), 8.0);
 }
 
+TEST(Autocast, ACastMadeUnderNoGradIsNotReusedForTraining) {
+  const Tensor x = ones({2, 4});
+  Tensor w = ones({4, 3}).requires_grad_();
+  autocast scope("cpu", bfloat16);
+  {
+    NoGradGuard no_grad;  // e.g. an evaluation inside the same scope
+    matmul(x, w);
+  }
+  matmul(x, w).to(float32).sum().backward();
+  ASSERT_TRUE(w.grad().defined());
+  EXPECT_EQ(w.grad().to_vector<float>(), std::vector<float>(12, 2.0f));
+}
+
 TEST(Autocast, TheBackwardPassRunsWithoutAutocast) {
   Tensor w = randn({4, 4}).requires_grad_();
   autocast scope("cpu", bfloat16);
@@ -176,6 +189,35 @@ TEST(GradScaler, UnscalesManyGradientsAndRefusesMisuse) {
   EXPECT_THROW(scaler.update(), Error);  // nothing was checked since
   EXPECT_THROW(amp::GradScaler(amp::GradScalerOptions{.init_scale = -1}), Error);
   EXPECT_THROW(amp::GradScaler(amp::GradScalerOptions{.backoff_factor = 1.5}), Error);
+  // float16 gradients are refused (PyTorch's rule), before anything changes: step()
+  // then refuses too rather than stepping with gradients still scaled.
+  Tensor h = zeros({2}, TensorOptions(float16)).requires_grad_();
+  Tensor f = zeros({2}).requires_grad_();
+  optim::SGD mixed(std::vector<Tensor>{f, h}, optim::SGDOptions(0.1));
+  f.set_grad(full({2}, 8.0));
+  h.set_grad(full({2}, 8.0, TensorOptions(float16)));
+  amp::GradScaler s2(amp::GradScalerOptions{.init_scale = 8.0});
+  EXPECT_THROW(s2.unscale_(mixed), Error);
+  EXPECT_THROW(s2.step(mixed), Error);
+  EXPECT_EQ(f.grad().to_vector<float>(), std::vector<float>(2, 8.0f));
+  // No gradient at all: nothing was checked, and step() says so.
+  optim::SGD empty(std::vector<Tensor>{zeros({1}).requires_grad_()}, optim::SGDOptions(0.1));
+  EXPECT_THROW(s2.step(empty), Error);
+  // Scales float32 cannot hold are refused, and growth stops below float32's max.
+  EXPECT_THROW(amp::GradScaler(amp::GradScalerOptions{.init_scale = 1e-300}), Error);
+  EXPECT_THROW(amp::GradScaler(amp::GradScalerOptions{.init_scale = 1e300}), Error);
+  amp::GradScaler big(amp::GradScalerOptions{.init_scale = 0x1p127, .growth_interval = 1});
+  EXPECT_THROW(big.update(1e-300), Error);
+  f.set_grad(full({2}, 1.0));
+  h.set_grad({});
+  optim::SGD one(std::vector<Tensor>{f}, optim::SGDOptions(0.0));
+  big.step(one);
+  big.update();
+  EXPECT_EQ(big.get_scale(), 0x1p127);
+  // A gradient that overflows when unscaled is caught too: 3e38 / 0.5.
+  amp::GradScaler half_scale(amp::GradScalerOptions{.init_scale = 0.5});
+  f.set_grad(full({2}, 3e38));
+  EXPECT_FALSE(half_scale.step(one));
   // Disabled: a pass-through.
   amp::GradScaler off(amp::GradScalerOptions{.enabled = false});
   const Tensor loss = scalar_tensor(3.0);
@@ -206,6 +248,7 @@ TEST(GradScaler, StateDictRoundTripsAndRefusesHostileValues) {
   for (const auto& [key, v] : std::vector<std::pair<std::string, double>>{{"scale", -1},
                                                                           {"scale", inf},
                                                                           {"scale", std::nan("")},
+                                                                          {"scale", 1e-300},
                                                                           {"growth_factor", 0.5},
                                                                           {"backoff_factor", 2},
                                                                           {"growth_interval", 0.5},

@@ -90,20 +90,24 @@ class GradScaler {
  public:
   explicit GradScaler(GradScalerOptions options = {});
 
-  /// loss times the current scale (as a float32 0-d tensor on the loss's device).
+  /// loss times the current scale (a float32 0-d tensor on the loss's device; the
+  /// product's dtype follows the usual promotion).
   Tensor scale(const Tensor& loss);
   /// Divides every gradient of `optimizer`'s parameters by the scale in place and
-  /// records whether any is inf or NaN: one kernel per device per (up to) 7
-  /// gradients, and no host synchronization until step(). Throws if called twice
-  /// for one optimizer before update().
+  /// records whether any is (or becomes) inf or NaN: one kernel per device per (up
+  /// to) 7 gradients, and no host synchronization until step(). Throws if called
+  /// twice for one optimizer before update(), and for float16 gradients (PyTorch's
+  /// rule: keep float32 parameters and run the forward pass under autocast).
   void unscale_(optim::Optimizer& optimizer);
   /// unscale_ (unless done already), then optimizer.step() unless a gradient was
   /// inf or NaN. Returns whether the step ran (reading the flag back is this
-  /// scaler's one host synchronization per step).
+  /// scaler's one host synchronization per step). Throws when no parameter has a
+  /// gradient.
   bool step(optim::Optimizer& optimizer);
   /// Adjusts the scale after the step(s) of this iteration: backoff_factor times if
   /// any unscaled gradient was inf or NaN, growth_factor times after growth_interval
-  /// clean iterations in a row. `new_scale` sets it outright instead.
+  /// clean iterations in a row; a scale that would leave float32's normal range
+  /// stays. `new_scale` sets it outright instead (the growth count stays).
   void update(std::optional<double> new_scale = std::nullopt);
 
   double get_scale() const { return scale_; }
@@ -115,9 +119,10 @@ class GradScaler {
   /// "growth_tracker", as 0-d float64 tensors (PyTorch's keys, without the
   /// underscore of "_growth_tracker").
   nn::StateDict state_dict() const;
-  /// Restores what state_dict() produced; throws kiln::Error naming the key when one
-  /// is missing, not a 0-d tensor or out of range (a scale that is not finite and
-  /// positive, a growth factor <= 1, a backoff factor outside (0, 1), ...).
+  /// Restores what state_dict() produced; throws kiln::Error naming the key, and
+  /// changing nothing, when one is missing, not one floating-point value or out of
+  /// range (a scale that is not a positive normal float32, a growth factor <= 1, a
+  /// backoff factor outside (0, 1), ...).
   void load_state_dict(const nn::StateDict& dict);
 
  private:

@@ -8,6 +8,7 @@
 
 #include "core/tensor_impl.h"
 #include "kiln/amp.h"
+#include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "op_autocast.h"
 
@@ -72,8 +73,9 @@ Tensor autocast_slow(OpId op, const Tensor& x) {
   if (scope == nullptr) return x;
   const DType to = policy == AutocastPolicy::Lower ? scope->second : DType::Float32;
   if (from == to) return x;
-  if (!(x.is_leaf() && x.requires_grad())) return x.to(to);
-  // A parameter: cast once per outermost scope, again only if it changed in place.
+  // A parameter under grad mode: cast once per outermost scope (again only if it
+  // changed in place). Casts made under no_grad record no node: never cached.
+  if (!(x.is_leaf() && x.requires_grad() && is_grad_enabled())) return x.to(to);
   const TensorImpl* key = x.impl().get();
   auto it = s.cache.find(key);
   if (it != s.cache.end() && it->second.version == key->storage->version &&

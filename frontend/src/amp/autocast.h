@@ -41,8 +41,8 @@ inline Tensor autocast(OpId op, const Tensor& x) { return autocast_on ? autocast
 /// @endcode
 bool autocast_inputs(OpId op, std::initializer_list<Tensor*> inputs);
 
-/// Turns autocast off on this thread for its lifetime (the backward pass, optimizer
-/// steps), restoring it after.
+/// Turns autocast off on this thread for its lifetime (the backward pass), restoring
+/// it after. is_autocast_enabled() still reports the scopes that are open.
 class AutocastSuspend {
  public:
   AutocastSuspend();

@@ -1,5 +1,6 @@
 // kiln::amp::GradScaler: loss scaling with PyTorch's defaults and update rule.
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,17 @@ namespace {
 // outputs, less found_inf.
 constexpr size_t kGradsPerCall = 7;
 
+// The scale multiplies the loss and 1/scale the gradients as float32 values: both
+// must be finite and the scale a normal float32 (a scale of 1e-300 would be 0 there,
+// its inverse inf, and every unscaled gradient NaN).
+bool usable_scale(double scale) {
+  const auto f = static_cast<float>(scale);
+  return std::isfinite(f) && f >= std::numeric_limits<float>::min() && std::isfinite(1.0f / f);
+}
+
 void check_options(const GradScalerOptions& o) {
-  KILN_CHECK(std::isfinite(o.init_scale) && o.init_scale > 0,
-             "GradScaler: init_scale must be finite and positive, got ", o.init_scale);
+  KILN_CHECK(usable_scale(o.init_scale),
+             "GradScaler: init_scale must be a positive normal float32 value, got ", o.init_scale);
   KILN_CHECK(std::isfinite(o.growth_factor) && o.growth_factor > 1,
              "GradScaler: growth_factor must be finite and > 1, got ", o.growth_factor);
   KILN_CHECK(o.backoff_factor > 0 && o.backoff_factor < 1,
@@ -54,10 +63,17 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
       Tensor g = p.grad();
       if (!g.defined()) continue;
       KILN_CHECK(is_floating(g.dtype()), "GradScaler::unscale_: a gradient is ", g.dtype());
+      // PyTorch's rule: a float16 gradient divided in place may underflow to 0.
+      // Keep float32 parameters (autocast) and only the forward pass in float16.
+      KILN_CHECK(g.dtype() != DType::Float16,
+                 "GradScaler::unscale_: refusing to unscale float16 gradients (of a float16 "
+                 "parameter); train float32 parameters under kiln::autocast instead");
       by_device[g.device().str()].push_back(g);
     }
   }
-  auto& flags = found_inf_[&optimizer];
+  // Recorded only once every call succeeded: after a failure, step() must not take
+  // the gradients (still scaled) for unscaled ones.
+  std::map<std::string, Tensor> flags;
   for (auto& [device, grads] : by_device) {
     const auto on = TensorOptions(DType::Float32).device(grads[0].device());
     Tensor inv = full({1}, 1.0 / scale_, on);
@@ -75,6 +91,7 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
     }
     flags[device] = found;
   }
+  found_inf_[&optimizer] = std::move(flags);
 }
 
 bool GradScaler::step(optim::Optimizer& optimizer) {
@@ -85,6 +102,9 @@ bool GradScaler::step(optim::Optimizer& optimizer) {
   KILN_CHECK(!stepped_.count(&optimizer),
              "GradScaler::step: already called for this optimizer since the last update()");
   if (!found_inf_.count(&optimizer)) unscale_(optimizer);
+  KILN_CHECK(!found_inf_[&optimizer].empty(),
+             "GradScaler::step: no inf checks were recorded for this optimizer (none of its "
+             "parameters has a gradient)");
   double found = 0;
   for (const auto& [device, flag] : found_inf_[&optimizer]) found += flag.item<float>();
   stepped_[&optimizer] = found != 0;
@@ -96,10 +116,10 @@ bool GradScaler::step(optim::Optimizer& optimizer) {
 void GradScaler::update(std::optional<double> new_scale) {
   if (!options_.enabled) return;
   if (new_scale) {
-    KILN_CHECK(std::isfinite(*new_scale) && *new_scale > 0,
-               "GradScaler::update: the new scale must be finite and positive, got ", *new_scale);
-    scale_ = *new_scale;
-    growth_tracker_ = 0;
+    KILN_CHECK(usable_scale(*new_scale),
+               "GradScaler::update: the new scale must be a positive normal float32 value, got ",
+               *new_scale);
+    scale_ = *new_scale;  // the growth tracker stays, as in PyTorch
   } else {
     KILN_CHECK(!found_inf_.empty(),
                "GradScaler::update: no unscale_() or step() ran since the last update()");
@@ -112,12 +132,13 @@ void GradScaler::update(std::optional<double> new_scale) {
         for (const auto& [device, flag] : flags) found = found || flag.item<float>() != 0;
       }
     }
+    // A scale that would leave float32's normal range stays where it is (PyTorch
+    // keeps one that would overflow).
     if (found) {
-      scale_ *= options_.backoff_factor;
+      if (usable_scale(scale_ * options_.backoff_factor)) scale_ *= options_.backoff_factor;
       growth_tracker_ = 0;
     } else if (++growth_tracker_ >= options_.growth_interval) {
-      const double grown = scale_ * options_.growth_factor;
-      if (std::isfinite(grown)) scale_ = grown;  // PyTorch keeps a scale that would overflow
+      if (usable_scale(scale_ * options_.growth_factor)) scale_ *= options_.growth_factor;
       growth_tracker_ = 0;
     }
   }
@@ -149,8 +170,9 @@ void GradScaler::load_state_dict(const nn::StateDict& dict) {
   o.growth_factor = value("growth_factor");
   o.backoff_factor = value("backoff_factor");
   const double interval = value("growth_interval"), tracker = value("growth_tracker");
-  KILN_CHECK(std::isfinite(scale) && scale > 0,
-             "GradScaler::load_state_dict: 'scale' must be finite and positive, got ", scale);
+  KILN_CHECK(usable_scale(scale),
+             "GradScaler::load_state_dict: 'scale' must be a positive normal float32 value, got ",
+             scale);
   KILN_CHECK(interval >= 1 && interval <= 9e15 && interval == std::floor(interval),
              "GradScaler::load_state_dict: 'growth_interval' must be a whole number >= 1, got ",
              interval);

@@ -97,16 +97,21 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Size2 s
                  Grads grads(3);
                  if (gx) {
                    grads[0] = empty_like(s[0]);
-                   detail::dispatch(
-                       detail::attrs::conv2d_backward_input{attrs.stride, attrs.padding,
-                                                            attrs.dilation, groups, precision},
-                       {gc.impl().get(), s[1].impl().get()}, {grads[0].impl().get()});
+                   detail::dispatch(detail::attrs::conv2d_backward_input{.stride = attrs.stride,
+                                                                         .padding = attrs.padding,
+                                                                         .dilation = attrs.dilation,
+                                                                         .groups = groups,
+                                                                         .precision = precision},
+                                    {gc.impl().get(), s[1].impl().get()}, {grads[0].impl().get()});
                  }
                  if (gw) {
                    grads[1] = empty_like(s[1]);
                    detail::dispatch(
-                       detail::attrs::conv2d_backward_weight{attrs.stride, attrs.padding,
-                                                             attrs.dilation, groups, precision},
+                       detail::attrs::conv2d_backward_weight{.stride = attrs.stride,
+                                                             .padding = attrs.padding,
+                                                             .dilation = attrs.dilation,
+                                                             .groups = groups,
+                                                             .precision = precision},
                        {gc.impl().get(), s[0].impl().get()}, {grads[1].impl().get()});
                  }
                  if (gb) grads[2] = g.sum({0, 2, 3});
@@ -146,8 +151,11 @@ Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
                  Tensor dx = empty(shape, TensorOptions(g.dtype()).device(g.device()));
                  Tensor gc = g.contiguous();
                  detail::dispatch(
-                     detail::attrs::max_pool2d_backward{attrs.kernel_size, attrs.stride,
-                                                        attrs.padding, attrs.dilation, ceil_mode},
+                     detail::attrs::max_pool2d_backward{.kernel_size = attrs.kernel_size,
+                                                        .stride = attrs.stride,
+                                                        .padding = attrs.padding,
+                                                        .dilation = attrs.dilation,
+                                                        .ceil_mode = ceil_mode},
                      {gc.impl().get(), sv[0].impl().get()}, {dx.impl().get()});
                  return {dx};
                });
@@ -179,10 +187,13 @@ Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> strid
                [=, shape = x.shape().vec()](const Saved&, const Tensor& g) -> Grads {
                  Tensor dx = empty(shape, TensorOptions(g.dtype()).device(g.device()));
                  Tensor gc = g.contiguous();
-                 detail::dispatch(detail::attrs::avg_pool2d_backward{attrs.kernel_size,
-                                                                     attrs.stride, attrs.padding,
-                                                                     ceil_mode, count_include_pad},
-                                  {gc.impl().get()}, {dx.impl().get()});
+                 detail::dispatch(
+                     detail::attrs::avg_pool2d_backward{.kernel_size = attrs.kernel_size,
+                                                        .stride = attrs.stride,
+                                                        .padding = attrs.padding,
+                                                        .ceil_mode = ceil_mode,
+                                                        .count_include_pad = count_include_pad},
+                     {gc.impl().get()}, {dx.impl().get()});
                  return {dx};
                });
   return y;

@@ -187,7 +187,8 @@ void adam_step_impl(const OpArgs& args) {
   }
 }
 
-// grad *= inv_scale in the gradient's compute type, noting any inf or NaN it held.
+// grad *= inv_scale in the gradient's compute type, noting any inf or NaN the result
+// holds (one in the gradient, or one the multiply or the rounding made).
 template <class T>
 struct UnscaleLoop {
   compute_t<T> inv_scale;
@@ -197,9 +198,9 @@ struct UnscaleLoop {
     T* g = reinterpret_cast<T*>(p[0]);
     bool bad = false;
     for (int64_t i = 0; i < n; ++i) {
-      const compute_t<T> v = load(g[i * s[0]]);
-      bad |= !std::isfinite(v);
-      g[i * s[0]] = store<T>(v * inv_scale);
+      const T out = store<T>(load(g[i * s[0]]) * inv_scale);
+      bad |= !std::isfinite(load(out));
+      g[i * s[0]] = out;
     }
     if (bad) non_finite->store(true, std::memory_order_relaxed);
   }

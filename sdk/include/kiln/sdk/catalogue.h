@@ -33,7 +33,7 @@ struct CatalogueOp {
   uint32_t kernel_flags;  ///< the KILN_KERNEL_* layout flags a kernel may set
   bool differentiable;    ///< the frontend records a gradient for it
   int32_t num_inputs;
-  int32_t num_outputs;
+  int32_t num_outputs;  ///< the least: kiln.non_finite_check_and_unscale takes 2 to 8
 };
 
 /// Whether `dtype` is in the KILN_DTYPES_* mask `mask`.

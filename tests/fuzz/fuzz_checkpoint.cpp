@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kiln::train::History history;
   try {
     const int64_t done = kiln::train::load_checkpoint(run.args, *run.model, *run.optimizer,
-                                                      run.schedule.get(), history);
+                                                      run.schedule.get(), nullptr, history);
     if (done < 0 || done > run.args.epochs ||
         history.train_loss.size() != static_cast<size_t>(done)) {
       std::fprintf(stderr, "fuzz_checkpoint: restored %lld epochs with a history of %zu\n",

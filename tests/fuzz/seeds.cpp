@@ -109,7 +109,7 @@ void checkpoint_seeds(const fs::path& dir) {
   const fs::path valid = dir / "valid.safetensors";
   kiln::fuzz::TinyRun run(valid.string());
   kiln::train::History history{{0.5}, {0.75}, {1.0}};
-  kiln::train::save_checkpoint(run.args, *run.model, *run.optimizer, run.schedule.get(), 1,
+  kiln::train::save_checkpoint(run.args, *run.model, *run.optimizer, run.schedule.get(), nullptr, 1,
                                history);
   const auto file = kiln::io::load_safetensors(valid);
   auto variant = [&](const char* name, kiln::io::Metadata changes) {

@@ -2,10 +2,10 @@
 # in float32, in bfloat16 (autocast) and in float16 (autocast and loss scaling)
 # reaches a test accuracy within TOLERANCE of the float32 run. (The full 8-epoch
 # figures are in the README.)
-#   -DPROGRAM=kiln-train -DWORK=dir -DTOLERANCE=0.02
+#   -DPROGRAM=kiln-train -DWORK=dir -DBATCHES=300 -DTOLERANCE=0.02
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
-set(common --model cnn --epochs 1 --limit-batches 300 --seed 3)
+set(common --model cnn --epochs 1 --limit-batches ${BATCHES} --seed 3)
 function(train precision)
   execute_process(COMMAND ${PROGRAM} ${common} --precision ${precision}
                           --metrics-json ${WORK}/${precision}.json

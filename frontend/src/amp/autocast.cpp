@@ -28,28 +28,39 @@ struct CachedCast {
   Tensor cast;
 };
 
+// One backend's setting: what its innermost open scope said.
+struct BackendSetting {
+  std::string backend;
+  DType dtype = DType::BFloat16;
+  bool enabled = false;
+};
+
 struct AutocastState {
-  // Backends with autocast on, and each one's dtype (few: a vector beats a map).
-  std::vector<std::pair<std::string, DType>> enabled;
-  // The dtype each backend's last scope set (get_autocast_dtype).
-  std::vector<std::pair<std::string, DType>> dtypes;
+  // Every backend a scope on this thread named (few: a vector beats a map).
+  std::vector<BackendSetting> backends;
   int depth = 0;      // scopes open, enabled or not: the cache lives until the last ends
   int suspended = 0;  // AutocastSuspend guards open
   std::unordered_map<const TensorImpl*, CachedCast> cache;
 
-  void refresh() { autocast_on = suspended == 0 && !enabled.empty(); }
+  BackendSetting* find(std::string_view backend) {
+    for (auto& b : backends)
+      if (b.backend == backend) return &b;
+    return nullptr;
+  }
+  BackendSetting& at(std::string_view backend) {
+    if (BackendSetting* b = find(backend)) return *b;
+    return backends.emplace_back(BackendSetting{std::string(backend)});
+  }
+  void refresh() {
+    bool any = false;
+    for (const auto& b : backends) any = any || b.enabled;
+    autocast_on = suspended == 0 && any;
+  }
 };
 
 AutocastState& state() {
   thread_local AutocastState s;
   return s;
-}
-
-template <class V>
-std::pair<std::string, DType>* find(V& list, std::string_view backend) {
-  for (auto& entry : list)
-    if (entry.first == backend) return &entry;
-  return nullptr;
 }
 
 constexpr AutocastPolicy kPolicies[] = {
@@ -69,9 +80,9 @@ Tensor autocast_slow(OpId op, const Tensor& x) {
   const DType from = x.dtype();
   if (!is_floating(from) || from == DType::Float64) return x;
   AutocastState& s = state();
-  const auto* scope = find(s.enabled, x.device().backend());
-  if (scope == nullptr) return x;
-  const DType to = policy == AutocastPolicy::Lower ? scope->second : DType::Float32;
+  const BackendSetting* scope = s.find(x.device().backend());
+  if (scope == nullptr || !scope->enabled) return x;
+  const DType to = policy == AutocastPolicy::Lower ? scope->dtype : DType::Float32;
   if (from == to) return x;
   // A parameter under grad mode: cast once per outermost scope (again only if it
   // changed in place). Casts made under no_grad record no node: never cached.
@@ -116,48 +127,32 @@ autocast::autocast(std::string device_type, DType dtype, bool enabled)
              "autocast: the dtype must be float16 or bfloat16, got ", dtype);
   KILN_CHECK(!device_type_.empty(), "autocast: expected a backend name (\"cpu\", \"cuda\", ...)");
   auto& s = detail::state();
-  previous_enabled_ = detail::find(s.enabled, device_type_) != nullptr;
-  previous_dtype_ = get_autocast_dtype(device_type_);
-  if (auto* d = detail::find(s.dtypes, device_type_))
-    d->second = dtype;
-  else
-    s.dtypes.emplace_back(device_type_, dtype);
-  auto* e = detail::find(s.enabled, device_type_);
-  if (enabled) {
-    if (e)
-      e->second = dtype;
-    else
-      s.enabled.emplace_back(device_type_, dtype);
-  } else if (e) {
-    s.enabled.erase(s.enabled.begin() + (e - s.enabled.data()));
-  }
+  detail::BackendSetting& b = s.at(device_type_);
+  previous_enabled_ = b.enabled;
+  previous_dtype_ = b.dtype;
+  b.dtype = dtype;
+  b.enabled = enabled;
   ++s.depth;
   s.refresh();
 }
 
 autocast::~autocast() {
   auto& s = detail::state();
-  if (auto* d = detail::find(s.dtypes, device_type_)) d->second = previous_dtype_;
-  auto* e = detail::find(s.enabled, device_type_);
-  if (previous_enabled_) {
-    if (e)
-      e->second = previous_dtype_;
-    else
-      s.enabled.emplace_back(device_type_, previous_dtype_);
-  } else if (e) {
-    s.enabled.erase(s.enabled.begin() + (e - s.enabled.data()));
-  }
+  detail::BackendSetting& b = s.at(device_type_);
+  b.dtype = previous_dtype_;
+  b.enabled = previous_enabled_;
   if (--s.depth == 0) s.cache.clear();
   s.refresh();
 }
 
 bool is_autocast_enabled(std::string_view device_type) {
-  return detail::find(detail::state().enabled, device_type) != nullptr;
+  const detail::BackendSetting* b = detail::state().find(device_type);
+  return b != nullptr && b->enabled;
 }
 
 DType get_autocast_dtype(std::string_view device_type) {
-  const auto* d = detail::find(detail::state().dtypes, device_type);
-  return d ? d->second : DType::BFloat16;
+  const detail::BackendSetting* b = detail::state().find(device_type);
+  return b ? b->dtype : DType::BFloat16;
 }
 
 void clear_autocast_cache() { detail::state().cache.clear(); }

@@ -4,7 +4,6 @@
 
 #include "elementwise.h"
 #include "registry.h"
-#include "widen.h"
 
 namespace kiln::cpu {
 

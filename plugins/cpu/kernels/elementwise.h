@@ -159,6 +159,9 @@ struct BinaryLoop {
   }
 };
 
+/// y = x converted to y's dtype, any strides: kiln.copy's loop (copy.cpp).
+void copy_tensor(const Tensor& y, const Tensor& x);
+
 }  // namespace kiln::cpu
 
 #endif  // KILN_CPU_KERNELS_ELEMENTWISE_H

@@ -4,6 +4,8 @@
 #include <array>
 #include <vector>
 
+#include "elementwise.h"
+
 namespace kiln::cpu {
 
 namespace {
@@ -78,6 +80,8 @@ bool has_half_operand(const kiln_op_args* args) noexcept {
 
 int32_t supports_as_float32(void* context, const kiln_op_args* args,
                             int32_t (*supports)(void*, const kiln_op_args*)) noexcept {
+  // float32/float64 calls, the common case, ask the kernel's own rule unchanged.
+  if (args == nullptr || !has_half_operand(args)) return supports(context, args);
   Float32Args f;
   if (!f.init(args)) return 0;
   return supports(context, &f.args);

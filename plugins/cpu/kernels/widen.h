@@ -41,9 +41,6 @@ int32_t supports_widened(void* context, const kiln_op_args* args) noexcept {
   return supports_as_float32(context, args, Supports);
 }
 
-/// y = x converted to y's dtype, any strides (kiln.copy's loop).
-void copy_tensor(const Tensor& y, const Tensor& x);
-
 }  // namespace kiln::cpu
 
 #endif  // KILN_CPU_KERNELS_WIDEN_H

@@ -5,6 +5,7 @@
 
 #include "kiln/autograd.h"
 #include "kiln/custom_op.h"
+#include "kiln/graph.h"
 #include "kiln/profiler.h"
 #include "runtime/runtime_test_util.h"
 
@@ -58,6 +59,36 @@ TEST_F(CustomOp, StridedOperandsAreMadeContiguousForAKernelThatWantsThem) {
   auto y = out.transpose(0, 1);  // a strided output: written through
   call_op("myops.softplus", {x}, {y}, {{"beta", 1.0}});
   EXPECT_TRUE(allclose(out.to(Device("cpu:0")), reference(base, 1.0), 1e-12, 1e-14)) << out;
+}
+
+TEST_F(CustomOp, IsRecordedInAGraphAndReplayed) {
+  // A plugin's own op, captured through the recorded path (kiln/graph.h) on its device.
+  auto x = zeros({2, 3}, TensorOptions(float64).device(kMyops));
+  Graph graph;
+  Tensor y;
+  {
+    GraphCapture capture(graph, kMyops);
+    y = softplus(x, 2.0);
+  }
+  manual_seed(3);
+  auto values = randn({2, 3}, float64);
+  x.copy_(values.to(kMyops));
+  graph.replay();
+  EXPECT_TRUE(allclose(y.to(Device("cpu:0")), reference(values, 2.0), 1e-12, 1e-14)) << y;
+}
+
+TEST_F(CustomOp, ARandomOpWithoutKilnsGeneratorIsRefusedInAGraph) {
+  // A "seed" attribute the frontend does not draw: every replay would repeat it.
+  auto x = zeros({2, 3}, TensorOptions(float64).device(kMyops));
+  auto y = empty_like(x);
+  Graph graph;
+  auto capture_it = [&] {
+    GraphCapture capture(graph, kMyops);
+    call_op("myops.softplus", {x}, {y}, {{"beta", 1.0}, {"seed", int64_t{7}}});
+  };
+  EXPECT_KILN_ERROR(capture_it(), "myops.softplus inside a graph capture on myops:0",
+                    "random op without a capturable generator state");
+  EXPECT_FALSE(graph.captured());
 }
 
 TEST_F(CustomOp, HasOpAsksTheDevicesPlugin) {

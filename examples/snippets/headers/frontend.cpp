@@ -3,6 +3,7 @@
 // is not found here line for line. Each sits in a function (or namespace) of its own,
 // its parameters standing for what the surrounding program would have. Compiled only,
 // never run (an object library): several expect devices or files a test machine lacks.
+#include <functional>
 #include <iostream>
 #include <kiln/kiln.h>
 int main() {
@@ -170,6 +171,28 @@ void example(const kiln::Tensor& a) {
   KILN_CHECK(a.dim() == 2, "matmul: expected a 2-D tensor, got ", a.dim(), "-D");
 }
 }  // namespace error_1
+
+// kiln/graph.h
+namespace graph_1 {
+void example(const std::function<kiln::Tensor(const kiln::Tensor&, const kiln::Tensor&)>& train_step,
+             kiln::optim::Optimizer& optimizer,
+             const std::vector<std::pair<kiln::Tensor, kiln::Tensor>>& batches) {
+  kiln::Tensor x = kiln::zeros({64, 784}), y = kiln::zeros({64}, kiln::DType::Int64);
+  for (int i = 0; i < 3; ++i) train_step(x, y);      // warm-up, eager
+  optimizer.zero_grad();                              // grads come from the pool
+  kiln::Graph graph;
+  kiln::Tensor loss;
+  {
+    kiln::GraphCapture capture(graph, x.device());
+    loss = train_step(x, y);                          // recorded, not run
+  }
+  for (auto& [images, labels] : batches) {
+    x.copy_(images);
+    y.copy_(labels);
+    graph.replay();                                   // loss holds this step's loss
+  }
+}
+}  // namespace graph_1
 
 // kiln/io/atomic_file.h
 namespace io_atomic_file_1 {

@@ -27,6 +27,7 @@
 #include "kiln/distributed.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
+#include "kiln/graph.h"
 #include "kiln/io/safetensors.h"
 #include "kiln/nn.h"
 #include "kiln/ops.h"

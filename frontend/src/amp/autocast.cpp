@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/tensor_impl.h"
+#include "graph/capture.h"
 #include "kiln/amp.h"
 #include "kiln/autograd.h"
 #include "kiln/error.h"
@@ -85,8 +86,11 @@ Tensor autocast_slow(OpId op, const Tensor& x) {
   const DType to = policy == AutocastPolicy::Lower ? scope->dtype : DType::Float32;
   if (from == to) return x;
   // A parameter under grad mode: cast once per outermost scope (again only if it
-  // changed in place). Casts made under no_grad record no node: never cached.
-  if (!(x.is_leaf() && x.requires_grad() && is_grad_enabled())) return x.to(to);
+  // changed in place). Casts made under no_grad record no node: never cached. Nor are
+  // casts during a graph capture, as in PyTorch: a cast cached before the capture would
+  // be stale at a replay, and one made in it is only filled by replays.
+  if (!(x.is_leaf() && x.requires_grad() && is_grad_enabled()) || graph::active() != nullptr)
+    return x.to(to);
   const TensorImpl* key = x.impl().get();
   auto it = s.cache.find(key);
   if (it != s.cache.end() && it->second.version == key->storage->version &&

@@ -6,6 +6,7 @@
 
 #include "autograd/record.h"
 #include "core/tensor_impl.h"
+#include "graph/capture.h"
 #include "kiln/error.h"
 #include "ops/common.h"
 #include "runtime/registry.h"
@@ -72,6 +73,8 @@ bool Tensor::shares_storage_with(const Tensor& other) const {
 
 void* Tensor::data_ptr() const {
   const detail::TensorImpl& t = impl_of(*this, "data_ptr");
+  detail::graph::refuse_if_capturing(
+      "data_ptr()", "host code would read or write memory that the capture does not fill");
   KILN_CHECK(t.device()->host_accessible(), "data_ptr: the memory of ", t.device()->name(),
              " is not host-accessible; copy the tensor first, e.g. .to(\"cpu\")");
   return static_cast<char*>(t.storage->data) + t.offset * static_cast<int64_t>(t.itemsize());

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "autograd/record.h"
+#include "graph/capture.h"
 #include "kiln/autograd.h"
 #include "kiln/ops.h"
 #include "ops/common.h"
@@ -17,6 +18,10 @@ namespace kiln {
 namespace ag = detail::autograd_impl;
 
 namespace {
+
+constexpr const char* kHostRead =
+    "it reads a value back to the host, which a replay cannot hand to host code; keep the "
+    "value in a tensor and read it after replay()";
 
 void* element_ptr(const detail::TensorImpl& t) {
   return static_cast<char*>(t.storage->data) + t.offset * static_cast<int64_t>(t.itemsize());
@@ -104,6 +109,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
 template <typename T>
 T Tensor::item() const {
   const auto& impl = detail::impl_of(*this, "item");
+  detail::graph::refuse_if_capturing("item()", kHostRead);
   KILN_CHECK(impl.numel == 1, "item: the tensor has ", impl.numel,
              " elements; item() needs exactly one (shape ", shape(), ")");
   Tensor v = detail::cast(*this, dtype_of<T>());
@@ -121,6 +127,7 @@ T Tensor::item() const {
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   detail::impl_of(*this, "to_vector");
+  detail::graph::refuse_if_capturing("to_vector()", kHostRead);
   Tensor v = detail::cast(*this, dtype_of<T>()).contiguous();
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<uint8_t> bytes(static_cast<size_t>(v.numel()));

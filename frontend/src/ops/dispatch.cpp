@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "graph/capture.h"
 #include "kiln/error.h"
 #include "kiln/runtime.h"
 #include "op_dtype_rules.h"
@@ -233,6 +234,10 @@ void run_on_cpu(OpId op, DeviceContext* dev, std::span<const TensorImpl* const> 
   if (dev->is_cpu_plugin())
     throw Error(concat(op_name(op), ": no kernel on ", dev->name(), " for ",
                        describe_operands(inputs, outputs)));
+  if (graph::Capture* capture = graph::active())
+    graph::refuse(*capture, op_name(op),
+                  concat(dev->name(), " has no kernel for ", describe_operands(inputs, outputs),
+                         ", and a CPU fallback reads the operands back to the host"));
   if (counters().mode.load() == FallbackMode::Error)
     throw Error(concat("KILN_FALLBACK=error: ", op_name(op), " has no kernel on ", dev->name(),
                        " for ", describe_operands(inputs, outputs),
@@ -336,9 +341,13 @@ bool kernel_supports(const KernelSlot& slot, const kiln_op_args& args, DeviceCon
   }
 }
 
-// Calls the kernel with `args` and turns its status into kiln::Error.
+// Calls the kernel with `args` and turns its status into kiln::Error; during a graph
+// capture, records the call instead.
 void run_kernel(const KernelSlot& slot, const kiln_op_args& args, DeviceContext* dev,
-                const char* name) {
+                const char* name, std::span<const TensorImpl* const> inputs,
+                std::span<const TensorImpl* const> outputs) {
+  if (graph::Capture* capture = graph::active()) [[unlikely]]
+    return graph::record_kernel(*capture, slot.kernel, dev, name, args, inputs, outputs);
   kiln_status* status;
   try {
     status = slot.kernel.run(slot.kernel.context, &args);
@@ -369,7 +378,7 @@ void run_kernel(const KernelSlot& slot, const kiln_op_args& args, DeviceContext*
       return run_with_contiguous(slot.kernel.flags, inputs, outputs,
                                  [&](auto in, auto out) { dispatch(op, in, out, attrs); });
     }
-    return run_kernel(slot, call.args, dev, op_name(op));
+    return run_kernel(slot, call.args, dev, op_name(op), inputs, outputs);
   }
   run_on_cpu(op, dev, inputs, outputs, attrs);
 }
@@ -423,11 +432,11 @@ void dispatch_named(const KernelSlot& slot, const std::string& name,
       throw Error(concat(name, ": ", dev->name(), " declined these operands: ",
                          describe_operands(inputs, outputs), " (its supports() said no)"));
     if (layout_ok(slot.kernel.flags, inputs, outputs))
-      return run_kernel(slot, call.args, dev, name.c_str());
+      return run_kernel(slot, call.args, dev, name.c_str(), inputs, outputs);
     // Copies to contiguous temporaries, then the kernel on those.
     run_with_contiguous(slot.kernel.flags, inputs, outputs, [&](auto in_c, auto out_c) {
       call.fill(in_c, out_c);
-      run_kernel(slot, call.args, dev, name.c_str());
+      run_kernel(slot, call.args, dev, name.c_str(), in_c, out_c);
     });
   };
   if (profiler_active()) [[unlikely]]

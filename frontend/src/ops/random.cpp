@@ -6,6 +6,7 @@
 
 #include <mutex>
 
+#include "graph/capture.h"
 #include "ops/common.h"
 #include "runtime/registry.h"
 
@@ -36,14 +37,21 @@ Tensor random(const char* name, IntArrayRef shape, TensorOptions options, const 
   KILN_CHECK(is_floating(options.dtype()), name, ": expected a floating dtype, got ",
              options.dtype());
   Tensor t = empty(shape, options);
-  GeneratorState s = reserve(t.numel());
+  GeneratorState s = detail::reserve_random(t.numel());
   detail::dispatch(attrs(static_cast<int64_t>(s.seed), static_cast<int64_t>(s.offset)), {},
                    {t.impl().get()});
   return t;
 }
 }  // namespace
 
-GeneratorState detail::reserve_random(int64_t n) { return reserve(n); }
+GeneratorState detail::reserve_random(int64_t n) {
+  // A capture draws nothing now: each replay draws, as the eager call would have.
+  if (graph::Capture* capture = graph::active()) {
+    graph::patch_next_random(*capture, n);
+    return {};
+  }
+  return reserve(n);
+}
 
 void manual_seed(uint64_t seed) { set_generator_state({seed, 0}); }
 

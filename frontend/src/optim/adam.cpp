@@ -1,5 +1,6 @@
 #include "kiln/optim/adam.h"
 
+#include "graph/capture.h"
 #include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "op_attrs.h"
@@ -31,16 +32,40 @@ Adam::Adam(std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> def
 void Adam::step() {
   detail::PhaseScope phase(profiler::Phase::Optimizer);
   NoGradGuard no_grad;
-  for (auto& group : param_groups()) {
+  detail::graph::Capture* capture = detail::graph::active();
+  for (size_t gi = 0; gi < param_groups().size(); ++gi) {
+    auto& group = param_groups()[gi];
     const auto& o = static_cast<const AdamOptions&>(*group.options);
     for (auto& p : group.params) {
       Tensor g = p.grad();
       if (!g.defined()) continue;
+      if (capture && !has_state(p, "exp_avg"))
+        detail::graph::refuse(*capture, detail::concat(name_, ".step()"),
+                              "a parameter's moments are created on its first step; run a "
+                              "warm-up step before capturing");
       Tensor& m = state(p, "exp_avg");
       Tensor& v = state(p, "exp_avg_sq");
       if (!m.defined()) m = zeros_like(p);
       if (!v.defined()) v = zeros_like(p);
-      int64_t t = ++step_count(p);
+      int64_t t = step_count(p) + 1;
+      if (capture) {
+        // Each replay is a step: it counts, and it reads the group's options then.
+        detail::graph::patch_next(
+            *capture, "kiln.adam_step",
+            [this, gi, p](std::span<kiln_attr> attrs) {
+              const auto& now = static_cast<const AdamOptions&>(*param_groups()[gi].options);
+              namespace g = detail::graph;
+              g::set_attr(attrs, "lr", now.lr());
+              g::set_attr(attrs, "beta1", now.betas().first);
+              g::set_attr(attrs, "beta2", now.betas().second);
+              g::set_attr(attrs, "eps", now.eps());
+              g::set_attr(attrs, "weight_decay", now.weight_decay());
+              g::set_attr(attrs, "step", ++step_count(p));
+            },
+            lifetime(), detail::concat("the ", name_, " optimizer"));
+      } else {
+        step_count(p) = t;
+      }
       Tensor gc = g.to(p.dtype());
       detail::dispatch(detail::attrs::adam_step{.lr = o.lr(),
                                                 .beta1 = o.betas().first,

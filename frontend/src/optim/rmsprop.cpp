@@ -1,5 +1,6 @@
 #include "kiln/optim/rmsprop.h"
 
+#include "graph/capture.h"
 #include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "kiln/ops.h"
@@ -24,6 +25,9 @@ RMSprop::RMSprop(std::vector<ParamGroup> groups, RMSpropOptions defaults)
 void RMSprop::step() {
   detail::PhaseScope phase(profiler::Phase::Optimizer);
   NoGradGuard no_grad;
+  // Its learning rate and step count are host values that a replay would not update.
+  detail::graph::refuse_if_capturing("RMSprop.step()",
+                                     "RMSprop cannot be captured yet (Adam and SGD can)");
   for (auto& group : param_groups()) {
     const auto& o = static_cast<const RMSpropOptions&>(*group.options);
     for (auto& p : group.params) {

@@ -1,8 +1,10 @@
 #include "kiln/optim/sgd.h"
 
+#include "graph/capture.h"
 #include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "op_attrs.h"
+#include "ops/pointwise.h"
 #include "profiler/profiler_hooks.h"
 
 namespace kiln::optim {
@@ -28,21 +30,42 @@ SGD::SGD(std::vector<ParamGroup> groups, SGDOptions defaults)
 void SGD::step() {
   detail::PhaseScope phase(profiler::Phase::Optimizer);
   NoGradGuard no_grad;
-  for (auto& group : param_groups()) {
+  namespace graph = detail::graph;
+  graph::Capture* capture = graph::active();
+  for (size_t gi = 0; gi < param_groups().size(); ++gi) {
+    auto& group = param_groups()[gi];
     const auto& o = static_cast<const SGDOptions&>(*group.options);
+    // In a capture, each replay reads the group's learning rate (a scheduler's).
+    auto lr_now = [this, gi] {
+      return static_cast<const SGDOptions&>(*param_groups()[gi].options).lr();
+    };
     for (auto& p : group.params) {
       Tensor g = p.grad();
       if (!g.defined()) continue;
       if (o.momentum() == 0) {
         // Plain SGD: two elementwise ops, no state.
         Tensor d = o.weight_decay() != 0 ? g + p * o.weight_decay() : g;
-        p.sub_(d * o.lr());
+        if (capture)
+          graph::patch_next(
+              *capture, "kiln.fill",
+              [lr_now](std::span<kiln_attr> attrs) { graph::set_attr(attrs, "value", lr_now()); },
+              lifetime(), "the SGD optimizer");
+        p.sub_(d * detail::scalar_operand(d, o.lr(), "SGD"));
         continue;
       }
       bool first = !has_state(p, "momentum_buffer");
+      if (capture && first)
+        graph::refuse(*capture, "SGD.step()",
+                      "a parameter's momentum buffer is created on its first step; run a "
+                      "warm-up step before capturing");
       Tensor& buf = state(p, "momentum_buffer");
       if (first) buf = empty_like(p);
       Tensor gc = g.to(p.dtype());
+      if (capture)
+        graph::patch_next(
+            *capture, "kiln.sgd_step",
+            [lr_now](std::span<kiln_attr> attrs) { graph::set_attr(attrs, "lr", lr_now()); },
+            lifetime(), "the SGD optimizer");
       detail::dispatch(detail::attrs::sgd_step{.lr = o.lr(),
                                                .momentum = o.momentum(),
                                                .dampening = o.dampening(),

@@ -7,6 +7,7 @@
 #include <memory>
 #include <typeinfo>
 
+#include "graph/capture.h"
 #include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "profiler/profiler_hooks.h"
@@ -137,6 +138,12 @@ void DeviceContext::look_up(const char* name, int32_t version, KernelSlot& slot)
 }
 
 std::shared_ptr<Storage> DeviceContext::allocate(size_t bytes) {
+  if (graph::Capture* capture = graph::active()) [[unlikely]]
+    return graph::allocate(*capture, this, bytes);
+  return allocate_block(bytes);
+}
+
+std::shared_ptr<Storage> DeviceContext::allocate_block(size_t bytes) {
   kiln_buffer* buffer = nullptr;
   void* data = nullptr;
   call("allocate", [&] { return api_->allocate(handle_, bytes, 64, nullptr, &buffer, &data); });
@@ -163,6 +170,8 @@ void DeviceContext::deallocate(kiln_buffer* buffer) noexcept {
 
 void DeviceContext::copy(kiln_copy_kind kind, void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
+  if (graph::Capture* capture = graph::active()) [[unlikely]]
+    return graph::record_copy(*capture, this, kind, dst, src, bytes);
   call("copy", [&] { return api_->copy(handle_, nullptr, kind, dst, src, bytes); });
 }
 
@@ -170,6 +179,8 @@ bool DeviceContext::has_copy_peer() const { return plugin_->copy_peer != nullptr
 
 void DeviceContext::copy_peer(void* dst, DeviceContext& from, const void* src, size_t bytes) {
   if (bytes == 0) return;
+  graph::refuse_if_capturing(concat("a copy from ", from.name(), " to ", name_),
+                             "a graph records the work of one device");
   KILN_CHECK(from.plugin_ == plugin_ && plugin_->copy_peer, "copy_peer: ", from.name(), " -> ",
              name_, " is not a peer copy within one plugin that provides it");
   const std::string what = concat("copy_peer from ", from.name());
@@ -180,6 +191,8 @@ void DeviceContext::copy_peer(void* dst, DeviceContext& from, const void* src, s
 }
 
 void DeviceContext::synchronize() {
+  graph::refuse_if_capturing(concat("synchronize(", name_, ")"),
+                             "the host cannot wait for work that the capture does not run");
   call("synchronize", [&] { return api_->stream_synchronize(handle_, nullptr); });
   if (profiler_active()) [[unlikely]]
     profiler_synchronized(*this);

@@ -68,6 +68,9 @@ class DeviceContext {
 
   /// Allocates `bytes`; throws kiln::Error (out of memory states sizes) on failure.
   std::shared_ptr<Storage> allocate(size_t bytes);
+  /// allocate() from the device itself, also during a graph capture (the graph's pool
+  /// gets its blocks here; allocate() hands out views of them during a capture).
+  std::shared_ptr<Storage> allocate_block(size_t bytes);
   void deallocate(kiln_buffer* buffer) noexcept;
   void copy(kiln_copy_kind kind, void* dst, const void* src, size_t bytes);
   /// True when the plugin offers copy_peer (ABI 1.1) between two of its devices.

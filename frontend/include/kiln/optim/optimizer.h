@@ -83,6 +83,9 @@ class Optimizer {
   bool has_state(const Tensor& param, const std::string& name) const;
   /// Integer step counters live on the host.
   int64_t& step_count(const Tensor& param);
+  /// Expires when the optimizer is destroyed: a graph that captured its step refuses to
+  /// replay after that (kiln/graph.h).
+  std::weak_ptr<void> lifetime() const { return alive_; }
 
   std::unique_ptr<OptimizerOptions> defaults_;
   const char* name_;
@@ -92,6 +95,7 @@ class Optimizer {
   // Keyed by the parameter's implementation, which is stable across set_data.
   std::map<const void*, std::map<std::string, Tensor>> state_;
   std::map<const void*, int64_t> steps_;
+  std::shared_ptr<void> alive_ = std::make_shared<char>(0);
 };
 
 /// Scales all gradients together so their global norm is at most `max_norm`

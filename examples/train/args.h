@@ -33,6 +33,7 @@ struct Args {
   bool resume = false;
   bool no_batch_norm = false;
   bool no_augment = false;
+  bool graph = false;  // capture the training step once, replay it (kiln/graph.h)
 };
 
 }  // namespace kiln::train

@@ -170,6 +170,15 @@ int run(const Args& a) {
   // Autocast is per thread and DataParallel runs its replicas on threads of its own.
   KILN_CHECK(a.precision == "fp32" || a.devices.empty(), "--precision ", a.precision,
              " runs on one device per process: it cannot be combined with --devices");
+  // A graph is one device's recorded step; loss scaling decides on the host each step.
+  KILN_CHECK(!a.graph || (a.devices.empty() && !group),
+             "--graph captures the step of one device in one process: it cannot be combined "
+             "with --devices or an MPI launch");
+  KILN_CHECK(!a.graph || a.precision != "fp16",
+             "--graph cannot be combined with --precision fp16: the loss scaler reads the "
+             "gradients' inf/NaN check back to the host every step (bf16 needs no scaler)");
+  KILN_CHECK(!a.graph || a.optimizer != "rmsprop",
+             "--graph captures the adam, adamw and sgd steps; rmsprop cannot be captured yet");
   std::vector<kiln::Device> devices;
   if (!a.devices.empty()) devices = parse_devices(a.devices);
   kiln::Device device = !devices.empty()    ? devices[0]
@@ -251,8 +260,18 @@ int run(const Args& a) {
               << (a.precision == "bf16"   ? " (autocast)"
                   : a.precision == "fp16" ? " (autocast, loss scaling)"
                                           : "")
-              << " (" << train_set->size() << " training / " << test_set->size()
-              << " test images)\n";
+              << (a.graph ? ", graph replay" : "") << " (" << train_set->size() << " training / "
+              << test_set->size() << " test images)\n";
+
+  auto step_loss = [&](const kiln::Tensor& x, const kiln::Tensor& y) {
+    const kiln::autocast scope = precision_scope(a, device);
+    return F::cross_entropy(net->forward(x), y, kiln::nn::Reduction::Mean, -100, a.label_smoothing);
+  };
+  // --graph: the step is captured after kGraphWarmup eager steps (kiln/graph.h).
+  constexpr int64_t kGraphWarmup = 3;
+  kiln::Graph step_graph;
+  kiln::Tensor graph_x, graph_y, graph_loss;
+  int64_t eager_steps = 0;
 
   kiln::train::StepProfiler step_profiler(main_rank ? a.profile : std::string(), a.profile_steps);
   for (int64_t epoch = start_epoch; epoch < a.epochs; ++epoch) {
@@ -264,14 +283,31 @@ int run(const Args& a) {
     for (auto& batch : train_loader) {
       if (done == batches) break;
       step_profiler.begin_step();
-      optimizer->zero_grad();
+      // --graph: a full batch after the warm-up replays the captured step (capturing it
+      // the first time); the warm-up and a short last batch run eagerly.
+      const bool replayed = a.graph && batch.input.size(0) == batch_size &&
+                            (step_graph.captured() || eager_steps >= kGraphWarmup);
       kiln::Tensor loss;
-      {
-        const kiln::autocast scope = precision_scope(a, device);
-        loss = F::cross_entropy(net->forward(batch.input), batch.target, kiln::nn::Reduction::Mean,
-                                -100, a.label_smoothing);
+      if (replayed) {
+        if (!step_graph.captured()) {
+          graph_x = kiln::empty_like(batch.input);
+          graph_y = kiln::empty_like(batch.target);
+          optimizer->zero_grad();  // the gradients come from the graph's pool
+          kiln::GraphCapture capture(step_graph, device);
+          graph_loss = step_loss(graph_x, graph_y);
+          graph_loss.backward();
+          optimizer->step();
+        }
+        graph_x.copy_(batch.input);
+        graph_y.copy_(batch.target);
+        step_graph.replay();
+        loss = graph_loss;
+      } else {
+        optimizer->zero_grad();
+        loss = step_loss(batch.input, batch.target);
+        (scaler ? scaler->scale(loss) : loss).backward();
+        ++eager_steps;
       }
-      (scaler ? scaler->scale(loss) : loss).backward();
       double value = loss.item<double>();
       // With loss scaling an inf or NaN is a skipped step (the scale backs off), not
       // divergence: the scaler decides from the gradients.
@@ -281,7 +317,7 @@ int run(const Args& a) {
       if (scaler) {
         if (!scaler->step(*optimizer)) ++skipped;
         scaler->update();
-      } else {
+      } else if (!replayed) {
         optimizer->step();
       }
       if (schedule) schedule->step();
@@ -348,6 +384,7 @@ int run(const Args& a) {
         {"model", a.model},
         {"optimizer", a.optimizer},
         {"precision", a.precision},
+        {"graph", a.graph},
         {"epochs", a.epochs},
         {"batch_size", a.batch_size},
         {"final_train_loss", history.train_loss.empty() ? 0.0 : history.train_loss.back()},
@@ -409,6 +446,8 @@ int main(int argc, char** argv) {
                  "fp32, bf16 (autocast) or fp16 (autocast and loss scaling)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  app.add_flag("--graph", a.graph,
+               "capture the training step after 3 warm-up steps and replay it (kiln::Graph)");
   app.add_option("--seed", a.seed)
       ->capture_default_str()
       ->check(integer_in(0, std::numeric_limits<uint64_t>::max()));

@@ -85,7 +85,7 @@ int compare(int argc, char** argv) {
       cells.push_back(
           run_cell(*find_workload(name), d, options.dtype, options.size, options.timing));
       const CellResult& c = cells.back();
-      std::cerr << " " << (c.ok ? format_seconds(c.seconds.median) : "failed") << "\n";
+      std::cerr << " " << (c.ok ? format_seconds(c.seconds.median) : c.status()) << "\n";
     }
   compute_relative(cells, baseline);
   std::cout << "\n" << text_table(context, cells) << std::flush;
@@ -100,7 +100,7 @@ int compare(int argc, char** argv) {
     std::cout << (chart.drawn ? "Chart: " : "Chart skipped: ") << chart.message << "\n";
   }
   for (const CellResult& c : cells)
-    if (!c.ok) return 1;
+    if (!c.ok && c.applicable) return 1;
   return 0;
 }
 

@@ -74,6 +74,7 @@ json cell_json(const RunContext& context, const CellResult& c) {
             {"dtype", c.dtype},
             {"shape", c.shape}};
   if (!c.ok) {
+    if (!c.applicable) b["not_applicable"] = true;
     b["error_occurred"] = true;
     b["error_message"] = c.error;
     b["iterations"] = 0;

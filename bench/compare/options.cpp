@@ -61,8 +61,10 @@ int parse_compare_options(int argc, char** argv, CompareOptions& options) {
       "KILN_BACKEND plays no part: the devices are those of --devices.\n\n"
       "  kiln-bench compare                                    # every device Kiln found\n"
       "  KILN_CPU_DEVICES=2 kiln-bench compare --devices cpu:0,cpu:1 --out results\n\n"
-      "Exit status: 0; 1 when a cell failed or nothing could run (an unwritable --out, no\n"
-      "usable device); 2 on a wrong command line (an unknown device, workload or option).",
+      "Exit status: 0, also when a device cannot run a workload by design (an n/a cell: a\n"
+      "graph on a plugin that lacks kernels); 1 when a cell failed or nothing could run (an\n"
+      "unwritable --out, no usable device); 2 on a wrong command line (an unknown device,\n"
+      "workload or option).",
       "kiln-bench compare"};
   std::string workloads = "all", dtype = "float32", size = "small";
   app.add_option("--devices", options.devices,

@@ -47,7 +47,7 @@ std::vector<Row> cell_rows(const std::vector<CellResult>& cells) {
   std::vector<Row> rows;
   for (const CellResult& c : cells) {
     if (!c.ok) {
-      rows.push_back({c.workload, c.device, "failed", "-", "-", "-", "-"});
+      rows.push_back({c.workload, c.device, c.status(), "-", "-", "-", "-"});
       continue;
     }
     rows.push_back({c.workload, c.device, format_seconds(c.seconds.median),
@@ -86,7 +86,8 @@ std::string notes(const RunContext& context, const std::vector<CellResult>& cell
     if (!c.ok) {
       std::string error = c.error;  // one line, so that it stays one list item
       std::replace(error.begin(), error.end(), '\n', ' ');
-      out << bullet << c.workload << " on " << c.device << " failed: " << error << "\n";
+      out << bullet << c.workload << " on " << c.device
+          << (c.applicable ? " failed: " : " is not applicable: ") << error << "\n";
     }
   return out.str();
 }
@@ -208,7 +209,7 @@ std::string csv_report(const RunContext& context, const std::vector<CellResult>&
     const Stats& s = c.seconds;
     out << csv_field(c.workload) << "," << csv_field(c.device) << ","
         << csv_field(d ? d->info.name : "") << "," << c.dtype << "," << csv_field(c.shape) << ","
-        << (c.ok ? "ok" : "failed") << ",";
+        << c.status() << ",";
     if (c.ok)
       out << number(s.median) << "," << number(s.min) << "," << number(s.max) << ","
           << number(s.mean) << "," << number(s.stddev) << "," << number(s.spread) << ","

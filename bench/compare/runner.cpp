@@ -104,6 +104,9 @@ CellResult run_cell(const Workload& workload, const DeviceEntry& entry, DType dt
     cell.cpu_seconds = summarize(cpu).median;
     cell.throughput = w.work_per_step / cell.seconds.median / throughput_scale(w.unit);
     cell.ok = true;
+  } catch (const NotApplicable& e) {
+    cell.applicable = false;
+    cell.error = e.what();
   } catch (const std::exception& e) {
     cell.error = e.what();
   }

@@ -51,7 +51,8 @@ struct CellResult {
   std::string dtype;   ///< "float32"
   std::string shape;   ///< PreparedWorkload::shape
   bool ok = false;
-  std::string error;       ///< why the cell failed, when !ok
+  bool applicable = true;  ///< false: the device cannot run the workload (NotApplicable)
+  std::string error;       ///< why the cell failed or is not applicable, when !ok
   Stats seconds;           ///< wall time per step over the repetitions
   double cpu_seconds = 0;  ///< median process CPU time per step (all threads)
   int64_t steps_per_repetition = 0;
@@ -62,6 +63,8 @@ struct CellResult {
   double relative = 0;  ///< baseline's median / this median (0: no baseline figure)
 
   bool noisy() const { return ok && seconds.spread > kNoisySpread; }
+  /// "ok", "failed" or "n/a".
+  const char* status() const { return ok ? "ok" : applicable ? "failed" : "n/a"; }
 };
 
 /// Runs one cell. A kiln::Error (or any std::exception) from preparing or running the

@@ -67,24 +67,41 @@ PreparedWorkload prepare_reduce(const Device& device, DType dtype, Size size) {
 // saturates and values inside the step become denormal floats, slow on x86 CPUs (the
 // MLP step went from 0.12 to 0.9-1.4 ms after ~1000 steps here, and back to 0.12 ms
 // with flush-to-zero), which would time the overfitting rather than the device.
+// With `graph`, the step is captured after three eager warm-up steps and each step of
+// the benchmark replays it (kiln/graph.h); a device that cannot capture it (a CPU
+// fallback in the step) throws here.
 PreparedWorkload prepare_training(
     std::shared_ptr<nn::Sequential> model,
     std::unique_ptr<optim::Optimizer> (*make_optimizer)(std::vector<Tensor>), const Device& device,
-    DType dtype, int64_t batch) {
+    DType dtype, int64_t batch, bool graph = false) {
   model->to(dtype);
   model->to(device);
   std::shared_ptr<optim::Optimizer> optimizer = make_optimizer(model->parameters());
   Tensor x = operand({batch, 1, 28, 28}, device, dtype);
   Tensor y = kiln::randint(0, 10, {batch}, TensorOptions().device(Device("cpu"))).to(device);
-  return {"batch " + std::to_string(batch), double(batch), WorkUnit::Samples,
-          [model, optimizer, x, y] {
-            optimizer->zero_grad();
-            F::cross_entropy(model->forward(x), y).backward();
-            optimizer->step();
-          }};
+  auto step = [model, optimizer, x, y] {
+    optimizer->zero_grad();
+    F::cross_entropy(model->forward(x), y).backward();
+    optimizer->step();
+  };
+  const std::string shape = "batch " + std::to_string(batch);
+  if (!graph) return {shape, double(batch), WorkUnit::Samples, step};
+  for (int i = 0; i < 3; ++i) step();
+  optimizer->zero_grad();  // the captured backward takes its gradients from the pool
+  auto captured = std::make_shared<Graph>();
+  try {
+    GraphCapture capture(*captured, device);
+    F::cross_entropy(model->forward(x), y).backward();
+    optimizer->step();
+  } catch (const Error& e) {
+    throw NotApplicable(std::string("the step cannot be captured: ") + e.what());
+  }
+  // The model, optimizer and static batch stay alive with the step: the graph uses them.
+  return {shape + ", replayed", double(batch), WorkUnit::Samples,
+          [captured, model, optimizer, x, y] { captured->replay(); }};
 }
 
-PreparedWorkload prepare_train_cnn(const Device& device, DType dtype, Size size) {
+PreparedWorkload prepare_cnn_step(const Device& device, DType dtype, Size size, bool graph) {
   kiln::train::ModelOptions options;
   options.batch_norm = false;  // the plain CNN of the suites' training figures
   options.dropout = 0;
@@ -92,7 +109,15 @@ PreparedWorkload prepare_train_cnn(const Device& device, DType dtype, Size size)
     return std::make_unique<optim::Adam>(p, optim::AdamOptions(0));
   };
   return prepare_training(kiln::train::make_cnn(options), adam, device, dtype,
-                          pick<int64_t>(size, 2, 16, 64));
+                          pick<int64_t>(size, 2, 16, 64), graph);
+}
+
+PreparedWorkload prepare_train_cnn(const Device& device, DType dtype, Size size) {
+  return prepare_cnn_step(device, dtype, size, false);
+}
+
+PreparedWorkload prepare_train_cnn_graph(const Device& device, DType dtype, Size size) {
+  return prepare_cnn_step(device, dtype, size, true);
 }
 
 PreparedWorkload prepare_train_mlp(const Device& device, DType dtype, Size size) {
@@ -129,6 +154,8 @@ const std::vector<Workload>& workloads() {
       {"reduce", "sum of every element of a vector", prepare_reduce},
       {"train-cnn", "training step of kiln-train's CNN (no batch norm), Adam at learning rate 0",
        prepare_train_cnn},
+      {"train-cnn-graph", "train-cnn captured once into a kiln::Graph and replayed",
+       prepare_train_cnn_graph},
       {"train-mlp", "training step of the MLP 784-256-10, SGD + momentum at learning rate 0",
        prepare_train_mlp},
   };

@@ -11,6 +11,7 @@
 
 #include <kiln/device.h>
 #include <kiln/dtype.h>
+#include <kiln/error.h>
 
 #include <functional>
 #include <string>
@@ -52,6 +53,12 @@ struct Workload {
   /// Allocates the operands (and model) on `device` in `dtype`; throws kiln::Error
   /// when the device cannot hold or compute them.
   std::function<PreparedWorkload(const Device& device, DType dtype, Size size)> prepare;
+};
+
+/// Thrown by Workload::prepare when the device cannot run the workload by design (a
+/// step that cannot be captured into a graph there): the cell is "n/a", not failed.
+struct NotApplicable : Error {
+  using Error::Error;
 };
 
 /// Every workload, in the order the report lists them.

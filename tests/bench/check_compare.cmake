@@ -3,12 +3,15 @@
 #
 #   cmake -DPROGRAM=<kiln-bench> -DOUT=<folder> -DDEVICES=cpu:0,cpu:1 ["-DARGS=<more>"]
 #         [-DWORKLOADS=gemm,...] [-DBASELINE=<device>] [-DFALLBACK_DEVICE=<device>]
+#         [-DNOT_APPLICABLE=<workload>/<device>,...]
 #         -DEXPECT_CHART=ON|OFF [-DNO_GNUPLOT=ON] -P check_compare.cmake
 #
 # DEVICES: every device the JSON must name, in the order of the run. WORKLOADS: in the
 # order of the run, default every workload. (Comma-separated: add_test splits at ';'.) BASELINE: default the first device. FALLBACK_DEVICE: a device whose
 # plugin lacks kernels: some of its cells must count fallbacks, in the JSON and in the
-# table; every other device's cells must count none. NO_GNUPLOT: run with an empty PATH.
+# table; every other device's cells must count none. NOT_APPLICABLE: cells the device
+# cannot run by design, which must be reported as n/a (and the others must run).
+# NO_GNUPLOT: run with an empty PATH.
 if(NOT PROGRAM OR NOT OUT OR NOT DEVICES)
   message(FATAL_ERROR "check_compare: PROGRAM, OUT and DEVICES are required")
 endif()
@@ -16,8 +19,9 @@ string(REPLACE "," ";" DEVICES "${DEVICES}")
 if(WORKLOADS)
   string(REPLACE "," ";" WORKLOADS "${WORKLOADS}")
 else()
-  set(WORKLOADS gemm conv elementwise reduce train-cnn train-mlp)
+  set(WORKLOADS gemm conv elementwise reduce train-cnn train-cnn-graph train-mlp)
 endif()
+string(REPLACE "," ";" NOT_APPLICABLE "${NOT_APPLICABLE}")
 if(NOT BASELINE)
   list(GET DEVICES 0 BASELINE)
 endif()
@@ -120,6 +124,15 @@ set(fallback_cells 0)
 foreach(workload IN LISTS WORKLOADS)
   foreach(device IN LISTS DEVICES)
     json_get(name benchmarks ${i} name)
+    list(FIND NOT_APPLICABLE "${workload}/${device}" not_applicable_at)
+    if(not_applicable_at GREATER -1)
+      json_get(not_applicable benchmarks ${i} not_applicable)
+      if(NOT not_applicable OR NOT out MATCHES "\n${workload} +${device} +n/a ")
+        fail("${name}: expected an n/a cell (not_applicable ${not_applicable})")
+      endif()
+      math(EXPR i "${i} + 1")
+      continue()
+    endif()
     json_get(real_time benchmarks ${i} real_time)
     json_get(cpu_time benchmarks ${i} cpu_time)
     json_get(unit benchmarks ${i} time_unit)

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -293,6 +294,65 @@ TEST(Graph, ThePoolReusesTemporariesAndCanBeShared) {
   EXPECT_EQ(b.to_vector<float>(), std::vector<float>(1024, 2.0f));
 }
 
+TEST(Graph, BlocksAGraphStillUsesAreNotReusedByALaterCapture) {
+  // A tensor made in the first capture and dropped afterwards (grads set to none, say):
+  // the first graph still writes its block, so a capture sharing the pool must not get it.
+  Tensor x = ones({256});
+  Graph first, second;
+  Tensor out, y;
+  {
+    GraphCapture capture(first, x.device());
+    out = x * 3.0;
+  }
+  out = Tensor();
+  {
+    GraphCapture capture(second, x.device(), first.pool());
+    y = x + 1.0;
+  }
+  second.replay();
+  first.replay();  // would overwrite y had y been given out's block
+  EXPECT_EQ(y.to_vector<float>(), std::vector<float>(256, 2.0f));
+  // Once the first graph is gone, its blocks are free again.
+  const size_t bytes = first.pool().bytes();
+  first.reset();
+  Graph third;
+  Tensor z;
+  {
+    GraphCapture capture(third, x.device(), second.pool());
+    z = x - 1.0;
+  }
+  EXPECT_EQ(second.pool().bytes(), bytes);
+  third.replay();
+  EXPECT_EQ(z.to_vector<float>(), std::vector<float>(256, 0.0f));
+}
+
+TEST(Graph, AReplayCountsAsAnInPlaceWriteForAutograd) {
+  // The replay writes `a` in place, as the eager add_ would have: a backward that saved
+  // `a` before the replay must refuse, as it does after an eager in-place op.
+  Tensor a = ones({3});
+  Graph graph;
+  {
+    GraphCapture capture(graph, a.device());
+    a.add_(1.0);
+  }
+  const Tensor b = randn({3}).requires_grad_();
+  Tensor z = (a * b).sum();
+  graph.replay();
+  const std::string message = error_of([&] { z.backward(); });
+  EXPECT_TRUE(contains(message, "modified")) << message;
+  EXPECT_EQ(a.to_vector<float>(), std::vector<float>(3, 2.0f));
+}
+
+TEST(GraphErrors, OneGraphTakesOneCaptureAtATime) {
+  Tensor x = ones({2});
+  Graph graph;
+  GraphCapture capture(graph, x.device());
+  std::string message;
+  std::thread other([&] { message = error_of([&] { GraphCapture again(graph, x.device()); }); });
+  other.join();
+  EXPECT_TRUE(contains(message, "another capture into this graph is open")) << message;
+}
+
 // -- what a capture refuses ------------------------------------------------------------
 
 void expect_refused_and_usable(Graph& graph, const std::string& message, const std::string& what) {
@@ -320,6 +380,7 @@ TEST(GraphErrors, HostReadsAreRefusedNamingTheCall) {
       {"to_vector()", [&] { (void)(x * 2.0).to_vector<float>(); }},
       {"data_ptr()", [&] { (void)(x * 2.0).data_ptr<float>(); }},
       {"synchronize(cpu:0)", [&] { synchronize(Device("cpu")); }},
+      {"GradScaler::scale", [&] { (void)amp::GradScaler().scale(x.sum()); }},
   };
   for (const auto& [what, f] : cases) {
     Graph graph;
@@ -439,6 +500,18 @@ TEST(OtherDevice, WorkOnAnotherDeviceIsRefused) {
       x.copy_(elsewhere);
     });
     EXPECT_TRUE(contains(message, "cpu:1")) << message;
+  }
+  {
+    // Collectives would be skipped by a replay: refused, naming the collective.
+    distributed::Communicator comm({Device("cpu:0"), Device("cpu:1")});
+    Tensor mine = ones({4}, TensorOptions().device("cpu:1"));
+    Graph graph;
+    const std::string message = error_of([&] {
+      GraphCapture capture(graph, x.device());
+      comm.all_reduce({x, mine}, {x, mine});
+    });
+    EXPECT_TRUE(contains(message, "all_reduce on")) << message;
+    EXPECT_TRUE(contains(message, "collectives are not recorded")) << message;
   }
 }
 

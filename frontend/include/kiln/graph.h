@@ -17,15 +17,19 @@
 /// - **Memory.** Tensors allocated during the capture come from a pool private to the
 ///   graph (or a pool shared with other graphs that replay in the order they were
 ///   captured, as PyTorch's `pool` argument). Temporaries freed during the capture
-///   are reused within it, so a replay allocates nothing.
+///   are reused within it, so a replay allocates nothing. Memory a graph still uses
+///   is never handed to a later capture, even when its tensor is dropped (gradients
+///   set to none after the capture keep being written by replays, unseen).
 /// - **What cannot be captured is an error**, a kiln::Error naming the call: a read
 ///   back to the host (item(), to_vector(), .to("cpu"), data_ptr()), a CPU fallback,
 ///   work or allocation on another device, a random op whose seed does not come from
-///   Kiln's generator, an optimizer's first step. The graph is then unusable; the
-///   process is not.
+///   Kiln's generator, an optimizer's first step, a collective, loss scaling. The graph
+///   is then unusable; the process is not, but tensors the failed capture made or
+///   assigned (gradients) hold memory nothing filled: set the gradients to none.
 /// - **Between replays** the generator advances (dropout differs from one replay to
 ///   the next, as eager steps do), and optimizers count their steps and read their
-///   current learning rate, so a scheduler keeps working.
+///   current learning rate, so a scheduler keeps working. A replay counts as an
+///   in-place write of every tensor it writes, for autograd's saved-tensor checks.
 ///
 /// @code
 ///   kiln::Tensor x = kiln::zeros({64, 784}), y = kiln::zeros({64}, kiln::DType::Int64);
@@ -88,8 +92,8 @@ class Graph {
 
   /// Runs the recorded calls again, in order, on the capture's device (asynchronously
   /// where the device is). Throws kiln::Error when the graph was never captured, its
-  /// capture failed, a tensor it uses was freed since (a static input replaced by a
-  /// new tensor, grads set to none), or an optimizer it captured was destroyed.
+  /// capture failed, a tensor made before the capture that it uses was freed since (a
+  /// static input replaced by a new tensor), or an optimizer it captured was destroyed.
   void replay();
   /// True once a capture into this graph finished without error.
   bool captured() const;

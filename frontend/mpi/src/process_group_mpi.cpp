@@ -23,6 +23,7 @@
 
 #include "kiln/autograd.h"
 #include "kiln/error.h"
+#include "kiln/graph.h"
 #include "kiln/ops.h"
 
 namespace kiln::distributed::mpi {
@@ -256,6 +257,8 @@ class MpiGroup final : public ProcessGroup {
   }
 
   void barrier() override {
+    KILN_CHECK(!kiln::is_capturing(), "barrier on ", str(),
+               " inside a graph capture: collectives are not recorded in a graph");
     enqueue("barrier", [this] {
       agree(Kind::Barrier, 0, DType::Float32, 0);
       check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
@@ -295,6 +298,10 @@ class MpiGroup final : public ProcessGroup {
   }
 
   void check_tensor(const char* what, const Tensor& t) const {
+    // A replay would skip the collective (kiln/graph.h).
+    KILN_CHECK(!kiln::is_capturing(), what, " on ", str(),
+               " inside a graph capture: collectives are not recorded in a graph (a replay "
+               "would skip them)");
     KILN_CHECK(t.defined(), what, " on ", str(), ": undefined tensor");
     KILN_CHECK(t.numel() <= INT32_MAX / 8, what, " on ", str(), ": ", t.numel(),
                " elements is more than one MPI call carries here; split the tensor");

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/capture.h"
 #include "kiln/amp.h"
 #include "kiln/autograd.h"
 #include "kiln/error.h"
@@ -46,6 +47,11 @@ GradScaler::GradScaler(GradScalerOptions options) : options_(options), scale_(op
 Tensor GradScaler::scale(const Tensor& loss) {
   detail::impl_of(loss, "GradScaler::scale");
   if (!options_.enabled) return loss;
+  // The scale changes between steps on the host: a replay would keep the captured one.
+  detail::graph::refuse_if_capturing(
+      "GradScaler::scale",
+      "the loss scale changes between steps, and a replay would keep the "
+      "captured one (capture a step without loss scaling, or in bfloat16)");
   KILN_CHECK(is_floating(loss.dtype()), "GradScaler::scale: expected a floating-point loss, got ",
              loss.dtype());
   return loss * scalar_tensor(scale_, TensorOptions(DType::Float32).device(loss.device()));

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/tensor_impl.h"
+#include "graph/capture.h"
 #include "kiln/error.h"
 #include "runtime/registry.h"
 
@@ -80,6 +81,8 @@ struct Export {
 
 DLManagedTensor* to_dlpack(const Tensor& tensor) {
   const detail::TensorImpl& t = detail::impl_of(tensor, "to_dlpack");
+  detail::graph::refuse_if_capturing(
+      "to_dlpack()", "another library would read or write memory that the capture does not fill");
   KILN_CHECK(!tensor.requires_grad(),
              "to_dlpack: the tensor requires grad; export "
              "tensor.detach() (the gradient history cannot cross DLPack)");

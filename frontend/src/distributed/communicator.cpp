@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/tensor_impl.h"
+#include "graph/capture.h"
 #include "kiln/error.h"
 #include "kiln/ops.h"
 #include "ops/dispatch.h"
@@ -50,6 +51,12 @@ double default_collective_timeout() {
 }
 
 namespace {
+
+// Collectives run when they are called, with other processes or devices: a graph
+// replay would skip them and silently train each rank on its own gradients.
+constexpr const char* kNoCollectivesInGraphs =
+    "collectives are not recorded in a graph (a replay would skip them); capture the "
+    "work between collectives instead";
 
 int32_t abi_reduce_op(ReduceOp op) {
   switch (op) {
@@ -100,6 +107,7 @@ struct Communicator::Impl {
   // outputs[i].numel() * out_scale with the same input size on every rank.
   void check(const char* what, const std::vector<Tensor>& inputs,
              const std::vector<Tensor>& outputs, int64_t in_scale, int64_t out_scale) const {
+    detail::graph::refuse_if_capturing(detail::concat(what, " on ", name), kNoCollectivesInGraphs);
     KILN_CHECK(
         static_cast<int>(inputs.size()) == size() && static_cast<int>(outputs.size()) == size(),
         what, " on ", name, ": expected one input and one output per rank (", size(), "), got ",
@@ -357,6 +365,7 @@ void Communicator::reduce_scatter(const std::vector<Tensor>& inputs,
 
 void Communicator::barrier() {
   Impl& m = *impl_;
+  detail::graph::refuse_if_capturing(detail::concat("barrier on ", m.name), kNoCollectivesInGraphs);
   if (!m.api) {
     for (auto* ctx : m.contexts) ctx->synchronize();
     return;

@@ -17,6 +17,7 @@
 #include "kiln/error.h"
 #include "ops/common.h"
 #include "runtime/exit_guard.h"
+#include "runtime/log.h"
 #include "runtime/registry.h"
 
 namespace kiln::detail::graph {
@@ -27,8 +28,6 @@ namespace {
 thread_local Capture* tls_capture = nullptr;
 }  // namespace
 
-Capture* this_thread_capture() { return tls_capture; }
-
 // -- the pool ---------------------------------------------------------------------------
 
 /// Device memory for graphs: blocks allocated from the device and never returned to it
@@ -37,7 +36,10 @@ Capture* this_thread_capture() { return tls_capture; }
 /// this pool (the same capture's later temporaries, or a later graph's).
 class Pool : public std::enable_shared_from_this<Pool> {
  public:
-  std::shared_ptr<Storage> allocate(DeviceContext* device, size_t bytes) {
+  struct Allocation {
+    std::shared_ptr<Storage> view, block;
+  };
+  Allocation allocate(DeviceContext* device, size_t bytes) {
     const size_t rounded = (std::max<size_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
     std::shared_ptr<Storage> block;
     {
@@ -46,11 +48,16 @@ class Pool : public std::enable_shared_from_this<Pool> {
       KILN_CHECK(device_ == device, "graph capture on ", device->name(),
                  ": the pool given to it holds memory of ", device_->name(),
                  "; a pool serves one device");
-      // Best fit among the free blocks, at most twice the size asked for.
-      auto it = free_.lower_bound(rounded);
-      if (it != free_.end() && it->first <= 2 * rounded) {
+      // Best fit among the free blocks, at most twice the size asked for, that no
+      // graph holds: a block a graph still uses (a gradient set to none since) is only
+      // free once that graph is gone. Free and unheld, a block has two owners: blocks_
+      // and free_.
+      for (auto it = free_.lower_bound(rounded); it != free_.end() && it->first <= 2 * rounded;
+           ++it) {
+        if (it->second.use_count() > 2) continue;
         block = it->second;
         free_.erase(it);
+        break;
       }
     }
     if (!block) {
@@ -62,9 +69,21 @@ class Pool : public std::enable_shared_from_this<Pool> {
     // The view keeps its block alive, so that it outlives the pool if it must; when it
     // goes, the block returns to the pool (when the pool is still there).
     std::weak_ptr<Pool> pool = weak_from_this();
-    return std::make_shared<Storage>(device, block->data, bytes, [pool, block](void*) {
+    auto view = std::make_shared<Storage>(device, block->data, bytes, [pool, block](void*) {
       if (auto p = pool.lock()) p->give_back(block);
     });
+    return {std::move(view), std::move(block)};
+  }
+
+  /// True when [data, data + bytes) lies in one of the pool's blocks.
+  bool contains(const void* data, size_t bytes) const {
+    std::lock_guard lock(mutex_);
+    const auto* p = static_cast<const char*>(data);
+    for (const auto& b : blocks_) {
+      const auto* begin = static_cast<const char*>(b->data);
+      if (p >= begin && p + bytes <= begin + b->bytes) return true;
+    }
+    return false;
   }
 
   size_t bytes() const {
@@ -104,6 +123,7 @@ struct Step {
   std::vector<kiln_attr> attrs;
   std::deque<std::string> texts;  // attribute names and string values
   std::deque<std::vector<int64_t>> ints;
+  std::deque<std::vector<double>> floats;
   kiln_op_args args{};
   int patch = -1;  // index into GraphImpl::patches_
   // Copy:
@@ -132,8 +152,15 @@ class GraphImpl {
   // Storages the calls use that the pool does not own: each must still be alive at a
   // replay, or the graph would write into memory that is no longer the tensor's.
   std::vector<std::weak_ptr<Storage>> external;
+  // Storages the kernels write: a replay bumps their version counters, as the eager
+  // ops did (autograd's saved-tensor check, autocast's cast cache).
+  std::vector<std::weak_ptr<Storage>> written;
+  // Blocks of the pool that tensors alive at the end of the capture use: held, so
+  // that no later capture into the pool reuses them while this graph may replay.
+  std::vector<std::shared_ptr<Storage>> pinned;
   bool captured = false;
-  std::string failure;  // why the last capture failed, when it did
+  bool capturing = false;  // a GraphCapture into this graph is open
+  std::string failure;     // why the last capture failed, when it did
   std::mutex replay_mutex;
 
   void replay();
@@ -149,8 +176,15 @@ class Capture {
   std::shared_ptr<Pool> pool;
   std::deque<Step> steps;
   std::vector<PatchEntry> patches;
-  std::unordered_map<const Storage*, std::weak_ptr<Storage>> external;
-  std::unordered_map<const Storage*, bool> from_pool;  // views allocated by this capture
+  // Every storage a call uses, once each, by control block (an address may be reused
+  // after a storage dies during the capture).
+  std::vector<std::weak_ptr<Storage>> external, written;
+  std::unordered_map<const Storage*, std::weak_ptr<Storage>> seen_external, seen_written;
+  struct PoolView {
+    std::weak_ptr<Storage> view, block;
+  };
+  std::unordered_map<const Storage*, PoolView> from_pool;  // views allocated by this capture
+  std::atomic<bool> closed{false};  // its GraphCapture was destroyed on another thread
   struct Pending {
     std::string op;  // empty: the next call with a "seed" attribute
     PatchEntry entry;
@@ -159,11 +193,34 @@ class Capture {
   std::string failure;
   int exceptions_at_start = std::uncaught_exceptions();
 
-  void note_storage(const std::shared_ptr<Storage>& s) {
-    if (from_pool.count(s.get())) return;
-    external.try_emplace(s.get(), s);
+  static bool same(const std::weak_ptr<Storage>& a, const std::shared_ptr<Storage>& b) {
+    return !a.owner_before(b) && !b.owner_before(a);
+  }
+  // Adds `s` to `list` unless it is there already.
+  static void add_once(std::unordered_map<const Storage*, std::weak_ptr<Storage>>& seen,
+                       std::vector<std::weak_ptr<Storage>>& list,
+                       const std::shared_ptr<Storage>& s) {
+    auto [it, inserted] = seen.try_emplace(s.get(), s);
+    if (!inserted && same(it->second, s)) return;
+    it->second = s;
+    list.push_back(s);
+  }
+  void note_storage(const std::shared_ptr<Storage>& s, bool writes) {
+    if (writes) add_once(seen_written, written, s);
+    auto it = from_pool.find(s.get());
+    if (it != from_pool.end() && same(it->second.view, s)) return;
+    add_once(seen_external, external, s);
   }
 };
+
+Capture* this_thread_capture() {
+  Capture* c = tls_capture;
+  if (c != nullptr && c->closed.load(std::memory_order_acquire)) [[unlikely]] {
+    tls_capture = nullptr;  // its GraphCapture was destroyed on another thread
+    return nullptr;
+  }
+  return c;
+}
 
 void refuse(Capture& capture, std::string_view what, std::string_view why) {
   std::string message = concat(what, " inside a graph capture on ", capture.device->name(), ": ",
@@ -225,7 +282,7 @@ void record_kernel(Capture& c, const kiln_kernel& kernel, DeviceContext* device,
   for (const TensorImpl* t : outputs) ndims += 2 * t->shape.size();
   s.dims.reserve(ndims);  // the views point into it: it must not grow past this
   s.views.reserve(n);
-  auto add_view = [&](const kiln_tensor_view& v, const TensorImpl& t) {
+  auto add_view = [&](const kiln_tensor_view& v) {
     kiln_tensor_view copy = v;
     const size_t at = s.dims.size();
     s.dims.insert(s.dims.end(), v.shape, v.shape + v.ndim);
@@ -233,10 +290,15 @@ void record_kernel(Capture& c, const kiln_kernel& kernel, DeviceContext* device,
     copy.shape = s.dims.data() + at;
     copy.strides = s.dims.data() + at + v.ndim;
     s.views.push_back(copy);
-    c.note_storage(t.storage);
   };
-  for (size_t i = 0; i < inputs.size(); ++i) add_view(args.inputs[i], *inputs[i]);
-  for (size_t i = 0; i < outputs.size(); ++i) add_view(args.outputs[i], *outputs[i]);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    add_view(args.inputs[i]);
+    c.note_storage(inputs[i]->storage, false);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    add_view(args.outputs[i]);
+    c.note_storage(outputs[i]->storage, true);
+  }
   for (const kiln_attr& a : attrs) {
     kiln_attr copy = a;
     copy.name = a.name ? s.texts.emplace_back(a.name).c_str() : nullptr;
@@ -244,6 +306,8 @@ void record_kernel(Capture& c, const kiln_kernel& kernel, DeviceContext* device,
       copy.value.s = s.texts.emplace_back(a.value.s).c_str();
     if (a.type == KILN_ATTR_INTS && a.value.ints)
       copy.value.ints = s.ints.emplace_back(a.value.ints, a.value.ints + a.count).data();
+    if (a.type == KILN_ATTR_FLOATS && a.value.floats)
+      copy.value.floats = s.floats.emplace_back(a.value.floats, a.value.floats + a.count).data();
     s.attrs.push_back(copy);
   }
   s.args = args;
@@ -255,9 +319,9 @@ void record_kernel(Capture& c, const kiln_kernel& kernel, DeviceContext* device,
 
 std::shared_ptr<Storage> allocate(Capture& c, DeviceContext* device, size_t bytes) {
   check_device(c, device, concat("an allocation of ", bytes, " bytes"));
-  std::shared_ptr<Storage> s = c.pool->allocate(device, bytes);
-  c.from_pool.emplace(s.get(), true);
-  return s;
+  Pool::Allocation a = c.pool->allocate(device, bytes);
+  c.from_pool.insert_or_assign(a.view.get(), Capture::PoolView{a.view, a.block});
+  return std::move(a.view);
 }
 
 void record_copy(Capture& c, DeviceContext* device, kiln_copy_kind kind, void* dst, const void* src,
@@ -267,21 +331,24 @@ void record_copy(Capture& c, DeviceContext* device, kiln_copy_kind kind, void* d
            "a replay cannot hand values back to host code (item(), to_vector(), .to(\"cpu\") "
            "and ops whose output shape depends on the data all read the device)");
   check_device(c, device, "a copy");
+  if (kind != KILN_COPY_HOST_TO_DEVICE)
+    refuse(c, "a device-to-device copy outside an op",
+           "only host-to-device copies into tensors made during the capture are recorded");
+  if (!c.pool->contains(dst, bytes))
+    refuse(c, "a copy from the host into a tensor made before the capture",
+           "a replay could not tell whether that tensor still exists; copy into a new tensor "
+           "and then copy_() it, which records an op");
   Step& s = c.steps.emplace_back();
   s.kind = Step::Kind::Copy;
   s.device = device;
-  s.name = kind == KILN_COPY_HOST_TO_DEVICE ? "copy host to device" : "copy device to device";
+  s.name = "copy host to device";
   s.copy_kind = kind;
   s.dst = dst;
   s.bytes = bytes;
-  if (kind == KILN_COPY_HOST_TO_DEVICE) {
-    // The host source may be gone after the call (a stack value): keep its bytes.
-    const auto* p = static_cast<const unsigned char*>(src);
-    s.host_bytes.assign(p, p + bytes);
-    s.src = s.host_bytes.data();
-  } else {
-    s.src = src;
-  }
+  // The host source may be gone after the call (a stack value): keep its bytes.
+  const auto* p = static_cast<const unsigned char*>(src);
+  s.host_bytes.assign(p, p + bytes);
+  s.src = s.host_bytes.data();
 }
 
 void patch_next(Capture& c, const char* op, Patch patch, std::weak_ptr<void> owner,
@@ -334,9 +401,13 @@ void GraphImpl::replay() {
   KILN_CHECK(captured, "Graph::replay: the graph holds no capture",
              failure.empty() ? std::string(" (capture it with kiln::GraphCapture)")
                              : concat(" (its capture failed: ", failure, ")"));
-  for (const PatchEntry& p : patches)
-    KILN_CHECK(!p.has_owner || !p.owner.expired(), "Graph::replay: ", p.owner_name,
+  std::vector<std::shared_ptr<void>> owners;  // held through the replay
+  for (const PatchEntry& p : patches) {
+    if (!p.has_owner) continue;
+    owners.push_back(p.owner.lock());
+    KILN_CHECK(owners.back() != nullptr, "Graph::replay: ", p.owner_name,
                " that this graph captured was destroyed; capture the graph again");
+  }
   std::vector<std::shared_ptr<Storage>> alive;
   alive.reserve(external.size());
   for (const auto& w : external) {
@@ -344,7 +415,7 @@ void GraphImpl::replay() {
     KILN_CHECK(alive.back() != nullptr,
                "Graph::replay: a tensor the graph reads or writes was freed or reallocated "
                "since the capture (a static input replaced by a new tensor instead of refilled "
-               "with copy_(), or grads set to none); capture the graph again");
+               "with copy_(), say); capture the graph again");
   }
   PluginCallScope in_plugin;
   size_t index = 0;
@@ -369,6 +440,8 @@ void GraphImpl::replay() {
       }
     }
   }
+  for (const auto& w : written)
+    if (auto s = w.lock()) ++s->version;
 }
 
 }  // namespace kiln::detail::graph
@@ -416,6 +489,8 @@ void Graph::reset() {
   impl_->steps.clear();
   impl_->patches.clear();
   impl_->external.clear();
+  impl_->written.clear();
+  impl_->pinned.clear();
   impl_->pool.reset();
   impl_->captured = false;
   impl_->failure.clear();
@@ -426,19 +501,47 @@ GraphCapture::GraphCapture(Graph& graph, const Device& device, GraphPool pool) {
              ": a capture is already open on this thread; captures do not nest");
   if (!graph.impl_) graph.impl_ = std::make_shared<g::GraphImpl>();
   detail::DeviceContext* dev = detail::Registry::get().resolve(device);
-  std::shared_ptr<g::Pool> p = pool.impl_ ? pool.impl_ : std::make_shared<g::Pool>();
-  graph.reset();  // throws nothing; waits for a replay in flight on another thread
-  capture_ = std::make_unique<g::Capture>(graph.impl_, dev, std::move(p));
+  std::shared_ptr<g::GraphImpl> impl = graph.impl_;
+  {
+    std::lock_guard lock(impl->replay_mutex);
+    KILN_CHECK(!impl->capturing, "GraphCapture on ", device.str(),
+               ": another capture into this graph is open (on another thread)");
+    impl->capturing = true;
+  }
+  try {
+    graph.reset();  // waits for a replay in flight on another thread
+    capture_ = std::make_unique<g::Capture>(impl, dev,
+                                            pool.impl_ ? pool.impl_ : std::make_shared<g::Pool>());
+  } catch (...) {
+    std::lock_guard lock(impl->replay_mutex);
+    impl->capturing = false;
+    throw;
+  }
   g::tls_capture = capture_.get();
   g::open_captures.fetch_add(1, std::memory_order_relaxed);
 }
 
 GraphCapture::~GraphCapture() {
-  g::tls_capture = nullptr;
-  g::open_captures.fetch_sub(1, std::memory_order_relaxed);
   g::Capture& c = *capture_;
+  g::open_captures.fetch_sub(1, std::memory_order_relaxed);
+  if (g::tls_capture == &c) {
+    g::tls_capture = nullptr;
+  } else {
+    // Destroyed on another thread than the one it captures: that thread still points
+    // at it, so it is left (closed) rather than freed, and the graph stays uncaptured.
+    detail::log(KILN_LOG_ERROR, "graph",
+                "a GraphCapture was destroyed on another thread than the one that opened it; "
+                "the capture is discarded");
+    std::lock_guard lock(c.graph->replay_mutex);
+    c.graph->capturing = false;
+    c.graph->failure = "its GraphCapture was destroyed on another thread";
+    c.closed.store(true, std::memory_order_release);
+    (void)capture_.release();
+    return;
+  }
   g::GraphImpl& graph = *c.graph;
   std::lock_guard lock(graph.replay_mutex);
+  graph.capturing = false;
   if (c.failure.empty() && c.pending)
     c.failure =
         detail::concat("a patch for ", c.pending->op.empty() ? "a random op" : c.pending->op,
@@ -451,7 +554,11 @@ GraphCapture::~GraphCapture() {
   graph.pool = c.pool;
   graph.steps = std::move(c.steps);
   graph.patches = std::move(c.patches);
-  for (auto& [storage, weak] : c.external) graph.external.push_back(std::move(weak));
+  graph.external = std::move(c.external);
+  graph.written = std::move(c.written);
+  for (const auto& [storage, pooled] : c.from_pool)
+    if (!pooled.view.expired())
+      if (auto block = pooled.block.lock()) graph.pinned.push_back(std::move(block));
   graph.captured = true;
 }
 

@@ -191,4 +191,33 @@ TEST(Module, SubmodulesBuiltInPlace) {
   EXPECT_GE(seq(kiln::randn({3, 4})).min().item<float>(), 0.0f);
 }
 
+TEST(Module, SequentialIsBuiltFromModulesInPlaceAsInLibtorch) {
+  manual_seed(4);
+  auto shared = std::make_shared<nn::Linear>(8, 3);
+  nn::Sequential seq(nn::Linear(4, 8), nn::ReLU(), shared);
+  ASSERT_EQ(seq.size(), 3u);
+  EXPECT_EQ(seq[2], shared) << "a shared_ptr is appended as it is";
+  nn::Linear* first = seq[0]->as<nn::Linear>();
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->weight.shape().vec(), (std::vector<int64_t>{8, 4}));
+  EXPECT_EQ(seq[1]->as<nn::Linear>(), nullptr) << "a ReLU is not a Linear";
+  EXPECT_NE(seq[1]->as<nn::ReLU>(), nullptr);
+  // The moved module's parameters are the sequence's, registered under their index.
+  std::vector<std::string> names;
+  for (const auto& [name, p] : seq.named_parameters()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"}));
+  EXPECT_TRUE(seq.parameters()[0].shares_storage_with(first->weight));
+  const Tensor x = randn({5, 4});
+  const Tensor expected = shared->forward(first->forward(x).relu());
+  EXPECT_EQ(seq(x).to_vector<float>(), expected.to_vector<float>());
+  // Nested, and held by a shared_ptr as a model usually is.
+  auto model = std::make_shared<nn::Sequential>(nn::Sequential(nn::Linear(4, 4), nn::Tanh()),
+                                                nn::Linear(4, 1));
+  EXPECT_EQ(model->named_parameters().front().first, "0.0.weight");
+  EXPECT_EQ(model->forward(x).shape().vec(), (std::vector<int64_t>{5, 1}));
+  // A braced list of shared_ptrs still means the list, as before.
+  nn::Sequential braced({std::make_shared<nn::Linear>(4, 2), std::make_shared<nn::ReLU>()});
+  EXPECT_EQ(braced.size(), 2u);
+}
+
 }  // namespace

@@ -43,6 +43,17 @@ class Module {
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
+  /// This module as an `M` (`seq[0]->as<nn::Linear>()->weight`), or null when it is not
+  /// one, as libtorch's Module::as.
+  template <typename M>
+  M* as() noexcept {
+    return dynamic_cast<M*>(this);
+  }
+  template <typename M>
+  const M* as() const noexcept {
+    return dynamic_cast<const M*>(this);
+  }
+
   /// The module's computation for one input. Modules with other signatures define
   /// their own forward and leave this one throwing.
   virtual Tensor forward(const Tensor& input);
@@ -110,6 +121,9 @@ class Module {
   virtual std::shared_ptr<Module> clone() const;
 
  protected:
+  /// A module built as a temporary can be moved into its owner (nn::Sequential's
+  /// variadic constructor); the moved-from module is empty.
+  Module(Module&&) = default;
   /// Extra details inside the parentheses of pretty_print, e.g. "in=784, out=10".
   virtual std::string extra_repr() const { return ""; }
   void add_child(const std::string& name, std::shared_ptr<Module> module);

@@ -9,9 +9,12 @@
 ///   net->push_back<kiln::nn::ReLU>();
 /// @endcode
 
+#include <concepts>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kiln/nn/functional.h"
@@ -372,10 +375,27 @@ class Tanh : public Module {
 };
 
 /// Runs its children in order; they are registered as "0", "1", ...
+/// What nn::Sequential's variadic constructor takes: a module built in place (a
+/// temporary, moved into a shared_ptr) or a shared_ptr to one.
+template <typename M>
+concept SequentialItem = std::convertible_to<M, std::shared_ptr<Module>> ||
+    (std::derived_from<std::remove_cvref_t<M>, Module> && !std::is_lvalue_reference_v<M> &&
+     std::move_constructible<std::remove_cvref_t<M>>);
+
 class Sequential : public Module {
  public:
   Sequential() : Module("Sequential") {}
   explicit Sequential(std::vector<std::shared_ptr<Module>> modules);
+  /// Sequential({std::make_shared<nn::Linear>(4, 8), ...}): the braced list picks this
+  /// constructor over building a Sequential from its elements and moving it.
+  explicit Sequential(std::initializer_list<std::shared_ptr<Module>> modules)
+      : Sequential(std::vector<std::shared_ptr<Module>>(modules)) {}
+  /// nn::Sequential(nn::Linear(784, 128), nn::ReLU(), nn::Linear(128, 10)), as in
+  /// libtorch; shared_ptrs to modules may be mixed in.
+  template <SequentialItem... Ms>
+  requires(sizeof...(Ms) > 0) explicit Sequential(Ms&&... modules) : Module("Sequential") {
+    (push_back(hold(std::forward<Ms>(modules))), ...);
+  }
   void push_back(std::shared_ptr<Module> module);
   /// Builds a module in place and appends it: push_back<nn::Linear>(784, 128).
   template <typename M, typename... Args>
@@ -391,6 +411,14 @@ class Sequential : public Module {
   std::shared_ptr<Module> operator[](size_t i) const { return modules_.at(i); }
 
  private:
+  template <typename M>
+  static std::shared_ptr<Module> hold(M&& module) {
+    if constexpr (std::convertible_to<M, std::shared_ptr<Module>>)
+      return std::forward<M>(module);
+    else
+      return std::make_shared<std::remove_cvref_t<M>>(std::move(module));
+  }
+
   std::vector<std::shared_ptr<Module>> modules_;
 };
 

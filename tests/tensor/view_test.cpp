@@ -222,5 +222,58 @@ TEST(Views, ChainedViewsIndexCorrectly) {
   EXPECT_TRUE(v.shares_storage_with(x));
 }
 
+std::vector<int64_t> lengths(const std::vector<Tensor>& pieces, int64_t dim) {
+  std::vector<int64_t> out;
+  for (const Tensor& t : pieces) out.push_back(t.size(dim));
+  return out;
+}
+
+TEST(Views, ChunkSplitAndUnbindGivePyTorchsPieces) {
+  // Piece lengths as torch.chunk / torch.split give them (PyTorch 1.13).
+  struct Case {
+    int64_t n, k;
+    std::vector<int64_t> chunk, split;
+  };
+  const std::vector<Case> cases = {
+      {10, 3, {4, 4, 2}, {3, 3, 3, 1}}, {6, 4, {2, 2, 2}, {4, 2}},    {5, 5, {1, 1, 1, 1, 1}, {5}},
+      {5, 7, {1, 1, 1, 1, 1}, {5}},     {7, 2, {4, 3}, {2, 2, 2, 1}}, {1, 3, {1}, {1}},
+      {0, 3, {0, 0, 0}, {0}},
+  };
+  for (const Case& c : cases) {
+    const Tensor x = arange(2 * c.n, float32).reshape({2, c.n});
+    EXPECT_EQ(lengths(x.chunk(c.k, 1), 1), c.chunk) << c.n << " chunk " << c.k;
+    EXPECT_EQ(lengths(x.split(c.k, -1), 1), c.split) << c.n << " split " << c.k;
+  }
+  const Tensor g = grid();
+  const std::vector<Tensor> parts = g.split({1, 3}, 1);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_TRUE(parts[1].shares_storage_with(g));
+  EXPECT_TRUE(matches(parts[1], {3, 3}, {1, 2, 3, 5, 6, 7, 9, 10, 11}));
+  const std::vector<Tensor> rows = g.unbind(0);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_TRUE(matches(rows[2], {4}, {8, 9, 10, 11}));
+  EXPECT_TRUE(matches(g.unbind(1)[3], {3}, {3, 7, 11}));
+  EXPECT_TRUE(matches(g.chunk(2, 0)[1], {1, 4}, {8, 9, 10, 11}));
+}
+
+TEST(Views, PiecesCarryGradientsBackToTheirBase) {
+  const Tensor x = arange(6, float64).reshape({2, 3}).requires_grad_();
+  const std::vector<Tensor> cols = x.unbind(1);
+  const std::vector<Tensor> halves = x.chunk(2, 0);
+  (cols[0] * 2.0 + cols[2] * 3.0).sum().add(halves[1].sum()).backward();
+  EXPECT_TRUE(matches(x.grad(), {2, 3}, {2, 0, 3, 3, 1, 4}));
+}
+
+TEST(Views, BadChunksAndSplitsAreErrors) {
+  const Tensor g = grid();
+  EXPECT_KILN_ERROR(g.chunk(0), "chunk: the number of chunks must be positive, got 0");
+  EXPECT_KILN_ERROR(g.split(0, 1), "split: the piece size must be positive, got 0");
+  EXPECT_KILN_ERROR(g.split({1, 2}, 1), "add up to 3, not to dimension 1's size 4");
+  EXPECT_KILN_ERROR(g.split({3, 2}, 1), "add up to more than dimension 1's size 4");
+  EXPECT_KILN_ERROR(g.split({-1, 5}, 1), "non-negative, got -1");
+  EXPECT_KILN_ERROR(g.unbind(2), "unbind");
+  EXPECT_KILN_ERROR(scalar_tensor(1.0).chunk(2), "0-d");
+}
+
 }  // namespace
 }  // namespace kiln

@@ -133,6 +133,15 @@ class Tensor {
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   /// The `index`-th sub-tensor along `dim` (rank drops by one).
   Tensor select(int64_t dim, int64_t index) const;
+  /// Views of `chunks` (> 0) nearly equal pieces along `dim`, each ceil(size / chunks)
+  /// long but the last, as torch.chunk: fewer pieces when the size runs out.
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  /// Views of `size` elements each along `dim`, the last shorter (torch.split).
+  std::vector<Tensor> split(int64_t size, int64_t dim = 0) const;
+  /// Views of the given lengths along `dim`, which must add up to its size.
+  std::vector<Tensor> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const;
+  /// Every sub-tensor along `dim`, as select(dim, i) (torch.unbind).
+  std::vector<Tensor> unbind(int64_t dim = 0) const;
   Tensor squeeze() const;
   Tensor squeeze(int64_t dim) const;
   Tensor unsqueeze(int64_t dim) const;

@@ -250,6 +250,61 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
       scatter_back(*this, [=](const Tensor& z) { return z.slice(dim, start, end, step); }));
 }
 
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const {
+  const auto& impl = impl_of(*this, "chunk");
+  KILN_CHECK(impl.dim() > 0, "chunk: cannot split a 0-d tensor");
+  KILN_CHECK(chunks > 0, "chunk: the number of chunks must be positive, got ", chunks);
+  dim = wrap_dim(dim, impl.dim(), "chunk");
+  const int64_t n = impl.shape[dim];
+  if (n == 0) return std::vector<Tensor>(static_cast<size_t>(chunks), narrow(dim, 0, 0));
+  return split(n / chunks + (n % chunks != 0), dim);
+}
+
+std::vector<Tensor> Tensor::split(int64_t size, int64_t dim) const {
+  const auto& impl = impl_of(*this, "split");
+  KILN_CHECK(impl.dim() > 0, "split: cannot split a 0-d tensor");
+  dim = wrap_dim(dim, impl.dim(), "split");
+  const int64_t n = impl.shape[dim];
+  KILN_CHECK(size > 0 || (size == 0 && n == 0), "split: the piece size must be positive, got ",
+             size);
+  if (n == 0) return {narrow(dim, 0, 0)};
+  std::vector<Tensor> pieces;
+  for (int64_t start = 0; start < n; start += size)
+    pieces.push_back(narrow(dim, start, std::min(size, n - start)));
+  return pieces;
+}
+
+std::vector<Tensor> Tensor::split(const std::vector<int64_t>& sizes, int64_t dim) const {
+  const auto& impl = impl_of(*this, "split");
+  KILN_CHECK(impl.dim() > 0, "split: cannot split a 0-d tensor");
+  dim = wrap_dim(dim, impl.dim(), "split");
+  const int64_t n = impl.shape[dim];
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    KILN_CHECK(s >= 0, "split: piece lengths must be non-negative, got ", s);
+    total += s;
+    KILN_CHECK(total <= n, "split: the lengths add up to more than dimension ", dim, "'s size ", n);
+  }
+  KILN_CHECK(total == n, "split: the lengths add up to ", total, ", not to dimension ", dim,
+             "'s size ", n);
+  std::vector<Tensor> pieces;
+  int64_t start = 0;
+  for (int64_t s : sizes) {
+    pieces.push_back(narrow(dim, start, s));
+    start += s;
+  }
+  return pieces;
+}
+
+std::vector<Tensor> Tensor::unbind(int64_t dim) const {
+  const auto& impl = impl_of(*this, "unbind");
+  KILN_CHECK(impl.dim() > 0, "unbind: cannot unbind a 0-d tensor");
+  dim = wrap_dim(dim, impl.dim(), "unbind");
+  std::vector<Tensor> out;
+  for (int64_t i = 0; i < impl.shape[dim]; ++i) out.push_back(select(dim, i));
+  return out;
+}
+
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
   const auto& impl = impl_of(*this, "narrow");
   KILN_CHECK(impl.dim() > 0, "narrow: cannot narrow a 0-d tensor");

@@ -5,7 +5,9 @@
 #include <kiln/kiln.h>
 #include <kiln/optim.h>
 #include <cmath>
+#include <functional>
 #include <numbers>
+#include <string>
 
 namespace {
 
@@ -76,6 +78,77 @@ TEST(Schedulers, BadArguments) {
   EXPECT_THROW(optim::StepLR(f.opt, 0), Error);
   EXPECT_THROW(optim::CosineAnnealingLR(f.opt, 0), Error);
   EXPECT_THROW(optim::OneCycleLR(f.opt, 1.0, 1), Error);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Schedulers, StateDictResumesTheScheduleExactly) {
+  Fixture a;
+  optim::CosineAnnealingLR first(a.opt, 10, 0.01);
+  for (int i = 0; i < 4; ++i) first.step();
+  const nn::StateDict saved = first.state_dict();
+  ASSERT_EQ(saved.size(), 2u);
+  EXPECT_EQ(saved[0].first, "last_step");
+  EXPECT_EQ(saved[0].second.item<int64_t>(), 4);
+  EXPECT_EQ(saved[1].second.to_vector<double>(), std::vector<double>{0.1});
+
+  // A fresh optimizer (another base rate) and schedule, restored: the same rates follow.
+  Fixture b;
+  b.opt.param_groups()[0].options->lr(0.7);
+  optim::CosineAnnealingLR second(b.opt, 10, 0.01);
+  second.load_state_dict(saved);
+  EXPECT_EQ(b.lr(), a.lr());
+  for (int i = 0; i < 3; ++i) {
+    first.step();
+    second.step();
+    EXPECT_EQ(b.lr(), a.lr()) << "step " << i;
+  }
+}
+
+TEST(Schedulers, LoadStateDictRefusesBadEntriesAndChangesNothing) {
+  Fixture f;
+  optim::StepLR s(f.opt, 2, 0.5);
+  s.step();
+  const double before = f.lr();
+  auto dict = [](Tensor step, Tensor lrs) {
+    return nn::StateDict{{"last_step", std::move(step)}, {"base_lrs", std::move(lrs)}};
+  };
+  const Tensor ok_step = scalar_tensor(3, DType::Int64), ok_lrs = from_vector<double>({0.1});
+  const std::vector<std::pair<nn::StateDict, std::string>> cases = {
+      {dict(scalar_tensor(-1, DType::Int64), ok_lrs), "whole number in [0, 9e15], got -1"},
+      {dict(scalar_tensor(2.5), ok_lrs), "got 2.5"},
+      {dict(ok_step, from_vector<double>({-1.0})), "finite and non-negative, got -1"},
+      {dict(ok_step, from_vector<double>({std::nan("")})), "finite and non-negative, got nan"},
+      {dict(ok_step, from_vector<double>({0.1, 0.2})), "2 base rates for an optimizer with 1"},
+      {{{"last_step", ok_step}}, "lacks 'base_lrs'"},
+      {{{"last_step", ok_step}, {"base_lrs", ok_lrs}, {"gamma", ok_lrs}}, "unknown key 'gamma'"},
+  };
+  for (const auto& [d, expected] : cases) {
+    const std::string message = error_of([&] { s.load_state_dict(d); });
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+    EXPECT_EQ(s.last_step(), 1);
+    EXPECT_EQ(f.lr(), before);
+  }
+}
+
+TEST(Schedulers, OptimizerLoadStateDictRefusesABadLearningRate) {
+  Fixture f;
+  for (double bad : {-1.0, std::nan(""), HUGE_VAL}) {
+    nn::StateDict d = {{"param_groups.0.lr", scalar_tensor(bad, DType::Float64)}};
+    const std::string message = error_of([&] { f.opt.load_state_dict(d); });
+    EXPECT_NE(message.find("key 'param_groups.0.lr': a learning rate must be finite and "
+                           "non-negative"),
+              std::string::npos)
+        << message;
+    EXPECT_EQ(f.lr(), 0.1);
+  }
 }
 
 }  // namespace

@@ -123,7 +123,11 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
       size_t g = parse_index(key, 13, dot, fail);
       if (g >= groups_.size())
         fail("the optimizer has " + std::to_string(groups_.size()) + " groups");
-      lrs.emplace_back(g, t.item<double>());
+      if (t.numel() != 1) fail("a learning rate must hold one value");
+      const double lr = t.to(DType::Float64).item<double>();
+      if (!(std::isfinite(lr) && lr >= 0))
+        fail("a learning rate must be finite and non-negative, got " + std::to_string(lr));
+      lrs.emplace_back(g, lr);
     } else if (key.rfind("state.", 0) == 0) {
       size_t dot = key.find('.', 6);
       if (dot == std::string::npos) fail("malformed state key");

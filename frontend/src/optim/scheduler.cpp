@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <numbers>
+#include <optional>
 
 #include "kiln/error.h"
+#include "kiln/tensor.h"
 
 namespace kiln::optim {
 
@@ -20,6 +22,44 @@ void LRScheduler::set_step(int64_t t) {
   KILN_CHECK(t >= 0, "LRScheduler::set_step: t must be non-negative, got ", t);
   step_ = t;
   apply();
+}
+
+nn::StateDict LRScheduler::state_dict() const {
+  return {{"last_step", scalar_tensor(step_, DType::Int64)},
+          {"base_lrs", from_vector<double>(base_lrs_)}};
+}
+
+void LRScheduler::load_state_dict(const nn::StateDict& dict) {
+  std::optional<int64_t> step;
+  std::optional<std::vector<double>> base_lrs;
+  for (const auto& [key, t] : dict) {
+    auto where = [&key = key] {
+      return detail::concat("LRScheduler::load_state_dict: key '", key, "'");
+    };
+    KILN_CHECK(t.defined(), where(), ": the tensor is undefined");
+    const std::vector<double> values = t.to(DType::Float64).to_vector<double>();
+    if (key == "last_step") {
+      KILN_CHECK(values.size() == 1, where(), ": expected one value, got ", values.size());
+      const double v = values[0];
+      KILN_CHECK(v >= 0 && v <= 9.0e15 && v == std::floor(v), where(),
+                 ": the step must be a whole number in [0, 9e15], got ", v);
+      step = static_cast<int64_t>(v);
+    } else if (key == "base_lrs") {
+      KILN_CHECK(values.size() == base_lrs_.size(), where(), ": ", values.size(),
+                 " base rates for an optimizer with ", base_lrs_.size(), " parameter groups");
+      for (double lr : values)
+        KILN_CHECK(std::isfinite(lr) && lr >= 0, where(),
+                   ": a base learning rate must be finite and non-negative, got ", lr);
+      base_lrs = values;
+    } else {
+      KILN_FAIL("LRScheduler::load_state_dict: unknown key '", key,
+                "' (expected 'last_step' and 'base_lrs')");
+    }
+  }
+  KILN_CHECK(step && base_lrs, "LRScheduler::load_state_dict: the dict lacks '",
+             step ? "base_lrs" : "last_step", "'");
+  base_lrs_ = *base_lrs;
+  set_step(*step);
 }
 
 void LRScheduler::apply() {

@@ -28,6 +28,16 @@ class LRScheduler {
   /// For resuming: sets t and the rates for it.
   void set_step(int64_t t);
 
+  /// "last_step" (0-d int64) and "base_lrs" (float64, one per parameter group), as
+  /// PyTorch's last_epoch and base_lrs; the schedule's own settings come from its
+  /// constructor.
+  nn::StateDict state_dict() const;
+  /// Restores what state_dict() produced and sets the rates of that step. A missing or
+  /// unknown key, a step that is not a whole number in [0, 9e15], or a base rate that
+  /// is negative or not finite (or a count other than the optimizer's groups) throws
+  /// kiln::Error naming the key, and changes nothing.
+  void load_state_dict(const nn::StateDict& dict);
+
  protected:
   /// The lr of a group with `base` lr at step t.
   virtual double lr_at(double base, int64_t t) const = 0;

@@ -294,7 +294,8 @@ def main():
 #                "inplace": false, "scalar": false}
 #       function  the kiln:: free function; promote: how operand dtypes become the
 #       computation's (arith | float | compare | logical); method: a Tensor method too;
-#       inplace: a Tensor method <function>_ (binary); scalar: Scalar overloads (binary)
+#       inplace: a Tensor method <function>_ (result kept in the tensor's dtype; not for
+#       compare/logical ops); scalar: Scalar overloads (binary)
 #   "functor": "Exp"      the kiln::sdk functor (kiln/sdk/functors.h) every plugin's
 #       generic loop applies; the op is then registered by KILN_*_POINTWISE_OPS
 #   "gradient": {"x": "grad * result"}  one C++ expression per input over the inputs,
@@ -320,8 +321,10 @@ def check_pointwise(op):
         fail(name, f"frontend.promote must be one of {sorted(PROMOTIONS)}")
     if len(op["inputs"]) not in (1, 2) or len(op["outputs"]) != 1 or op["attributes"]:
         fail(name, "a generated pointwise op has 1 or 2 inputs, 1 output and no attributes")
-    if len(op["inputs"]) == 1 and (fe.get("inplace") or fe.get("scalar")):
-        fail(name, "inplace and scalar spellings are generated for binary ops only")
+    if len(op["inputs"]) == 1 and fe.get("scalar"):
+        fail(name, "scalar spellings are generated for binary ops only")
+    if fe.get("inplace") and fe["promote"] not in ("arith", "float"):
+        fail(name, "an in-place spelling needs a result of the operand's dtype (arith or float)")
     grad = op.get("gradient")
     if bool(op["differentiable"]) != (grad is not None):
         fail(name, "differentiable ops, and only they, have a gradient")
@@ -399,13 +402,16 @@ def frontend_declarations(cat):
 def frontend_methods(cat):
     out = [generated_banner("//"),
            "// The pointwise ops' Tensor methods, declared inside class Tensor (kiln/tensor.h):\n"
-           "// x.exp() is kiln::exp(x); a.add_(b) adds in place, in a's dtype.\n"]
+           "// x.exp() is kiln::exp(x); x.exp_() and a.add_(b) work in place, in x's (a's)\n"
+           "// dtype, and are not recorded by autograd.\n"]
     for op in pointwise_ops(cat):
         fe = op["frontend"]
         fn = fe["function"]
         if len(op["inputs"]) == 1:
             if fe.get("method"):
                 out.append(f"Tensor {fn}() const;\n")
+            if fe.get("inplace"):
+                out.append(f"Tensor& {fn}_();\n")
             continue
         if fe.get("method"):
             out.append(f"Tensor {fn}(const Tensor& other) const;\n")
@@ -510,7 +516,10 @@ def frontend_definitions(cat):
                 out.append(f"Tensor Tensor::{fn}(const Tensor& other) const {{ return kiln::{fn}(*this, other); }}\n")
                 if fe.get("scalar"):
                     out.append(f"Tensor Tensor::{fn}(Scalar other) const {{ return kiln::{fn}(*this, other); }}\n")
-        if fe.get("inplace"):
+        if fe.get("inplace") and kind == "unary":
+            out.append(f"Tensor& Tensor::{fn}_() {{\n"
+                       f"  return detail::pointwise_unary_inplace(OpId::{short}, \"{fn}_\", *this, {promote});\n}}\n")
+        elif fe.get("inplace"):
             out.append(f"Tensor& Tensor::{fn}_(const Tensor& other) {{\n"
                        f"  return detail::pointwise_inplace(OpId::{short}, \"{fn}_\", *this, other, {promote});\n}}\n"
                        f"Tensor& Tensor::{fn}_(Scalar other) {{\n"

@@ -89,6 +89,45 @@ TEST_P(WhereClamp, ClampBothBounds) {
   }
 }
 
+TEST_P(WhereClamp, ClampInPlaceWritesThroughEveryLayout) {
+  for (Layout layout : kAllLayouts) {
+    SCOPED_TRACE(layout_name(layout));
+    auto x = random({3, 4}, 10, float32, layout, -3, 3);
+    const auto before = ref_of(x);
+    Tensor& same = x.clamp_(-1.0, 1.5);
+    EXPECT_EQ(&same, &x);
+    EXPECT_TRUE(matches(
+        x, map_unary(before, [](double v) { return std::min(std::max(v, -1.0), 1.5); }), kExact));
+  }
+  auto i = make({-5, 0, 7}, {3}, int64);
+  i.clamp_(std::nullopt, 3.0);
+  EXPECT_TRUE(matches(i, {3}, {-5, 0, 3}));
+}
+
+TEST_P(WhereClamp, MaskedFillKeepsTheTensorsDtypeAndBroadcastsTheMask) {
+  auto x = random({2, 3}, 11, float32, Layout::Transposed);
+  auto mask = make({1, 0, 1}, {3}, kbool);  // one row, broadcast to both
+  const auto rx = ref_of(x);
+  auto y = x.masked_fill(mask, -2.5);
+  EXPECT_EQ(y.dtype(), float32);
+  EXPECT_EQ(y.device(), device());
+  std::vector<double> expected;
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 3; ++c) expected.push_back(c != 1 ? -2.5 : rx.at({r, c}));
+  EXPECT_TRUE(matches(y, {2, 3}, expected, kExact));
+  // An int tensor keeps int64 (the value is converted, PyTorch's rule); in place.
+  auto i = make({1, 2, 3}, {3}, int64);
+  i.masked_fill_(make({0, 1, 0}, {3}, kbool), 9);
+  EXPECT_EQ(i.dtype(), int64);
+  EXPECT_TRUE(matches(i, {3}, {1, 9, 3}));
+  // Empty and full masks.
+  EXPECT_TRUE(matches(x.masked_fill(make({0, 0, 0}, {3}, kbool), 1.0), rx, kExact));
+  EXPECT_TRUE(matches(x.masked_fill(make({1, 1, 1}, {3}, kbool), 1.0), {2, 3},
+                      std::vector<double>(6, 1.0), kExact));
+  EXPECT_KILN_ERROR(x.masked_fill(make({1, 0}, {2, 1, 1}, kbool), 0.0), "does not broadcast");
+  EXPECT_KILN_ERROR(x.masked_fill(make({1, 0, 1}, {3}, float32), 0.0), "bool");
+}
+
 TEST_P(WhereClamp, ClampOneBound) {
   auto x = make({-2, -0.5, 0.5, 2}, {4}, float32, Layout::Strided);
   EXPECT_TRUE(matches(clamp(x, 0.0, std::nullopt), {4}, {0, 0, 0.5, 2}));

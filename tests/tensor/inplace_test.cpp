@@ -1,4 +1,7 @@
 // In-place ops, in particular through views: writing a view updates its base.
+#include <cmath>
+#include <tuple>
+
 #include "support/kiln_test.h"
 
 namespace kiln {
@@ -111,6 +114,51 @@ TEST(InPlace, NarrowedCopyIntoTheMiddle) {
   auto x = zeros({6}, int64);
   x.narrow(0, 2, 3).copy_(from_vector<int64_t>({7, 8, 9}));
   EXPECT_EQ(x.to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 7, 8, 9, 0}));
+}
+
+TEST(InPlace, EveryUnaryOpHasAnInPlaceSpellingEqualToTheOutOfPlaceOne) {
+  using Out = Tensor (Tensor::*)() const;
+  using In = Tensor& (Tensor::*)();
+  const std::vector<std::tuple<const char*, Out, In>> ops = {
+      {"neg", &Tensor::neg, &Tensor::neg_},       {"abs", &Tensor::abs, &Tensor::abs_},
+      {"sign", &Tensor::sign, &Tensor::sign_},    {"exp", &Tensor::exp, &Tensor::exp_},
+      {"log", &Tensor::log, &Tensor::log_},       {"sqrt", &Tensor::sqrt, &Tensor::sqrt_},
+      {"rsqrt", &Tensor::rsqrt, &Tensor::rsqrt_}, {"sin", &Tensor::sin, &Tensor::sin_},
+      {"cos", &Tensor::cos, &Tensor::cos_},       {"tanh", &Tensor::tanh, &Tensor::tanh_},
+      {"erf", &Tensor::erf, &Tensor::erf_},       {"sigmoid", &Tensor::sigmoid, &Tensor::sigmoid_},
+      {"relu", &Tensor::relu, &Tensor::relu_},
+  };
+  manual_seed(3);
+  for (const auto& [name, out, in] : ops) {
+    SCOPED_TRACE(name);
+    // Positive values (log, sqrt), on a transposed view so the write goes through strides.
+    Tensor base = (rand({3, 4}, float64) + 0.1).contiguous();
+    Tensor view = base.t();
+    const std::vector<double> expected = (view.*out)().contiguous().to_vector<double>();
+    Tensor& same = (view.*in)();
+    EXPECT_EQ(&same, &view);
+    EXPECT_EQ(view.contiguous().to_vector<double>(), expected);
+  }
+  Tensor p = from_vector<float>({1, 2, 3});
+  p.pow_(2.0).atan2_(1.0);
+  EXPECT_EQ(
+      p.to_vector<float>(),
+      (std::vector<float>{std::atan2(1.0f, 1.0f), std::atan2(4.0f, 1.0f), std::atan2(9.0f, 1.0f)}));
+}
+
+TEST(InPlace, UnaryInPlaceFollowsTheDtypeAndAutogradRules) {
+  Tensor i = from_vector<int64_t>({-2, 3});
+  EXPECT_KILN_ERROR(i.exp_(), "exp_: the result type float32 cannot be stored in place");
+  i.relu_().neg_();  // integer ops stay integer
+  EXPECT_EQ(i.to_vector<int64_t>(), (std::vector<int64_t>{0, -3}));
+  Tensor leaf = ones({2}).requires_grad_();
+  EXPECT_KILN_ERROR(leaf.sigmoid_(), "sigmoid_: in-place operation on a tensor that requires grad");
+  {
+    NoGradGuard no_grad;
+    leaf.sigmoid_();  // as an optimizer would
+  }
+  EXPECT_KILN_ERROR(ones({1}).expand({3}).exp_(), "overlap");
+  EXPECT_KILN_ERROR(Tensor().exp_(), "exp_");
 }
 
 }  // namespace

@@ -27,6 +27,9 @@ namespace kiln {
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 /// At least one bound must be given; NaN stays NaN.
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+/// `value` where `mask` (bool, broadcast to x's shape) is true, else x's element, in
+/// x's dtype; differentiable in x (torch.masked_fill).
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
 /// condition ? a : b, elementwise; `condition` must be bool.
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& condition, const Tensor& a, Scalar b);

@@ -181,8 +181,15 @@ class Tensor {
   /// approximate: "none" (erf) or "tanh".
   Tensor gelu(const std::string& approximate = "none") const;
   Tensor clamp(std::optional<double> min, std::optional<double> max) const;
+  /// clamp in place, in this tensor's dtype (not recorded by autograd).
+  Tensor& clamp_(std::optional<double> min, std::optional<double> max);
+  /// `value` where `mask` (bool, broadcast to this shape) is true, else this tensor's
+  /// element, in this tensor's dtype (torch.masked_fill).
+  Tensor masked_fill(const Tensor& mask, Scalar value) const;
+  Tensor& masked_fill_(const Tensor& mask, Scalar value);
   // The pointwise ops of api/ops.json, generated (cmake/opgen.py): exp(), sigmoid(),
-  // pow(e), maximum(b), atan2(b), ..., and the in-place add_, sub_, mul_, div_.
+  // pow(e), maximum(b), atan2(b), ..., and in place exp_(), relu_(), ..., add_, sub_,
+  // mul_, div_, pow_, atan2_.
 #include "kiln/pointwise_methods.h"
 
   // -- reductions (dims may be negative; an empty list reduces every dim) ------------

@@ -48,12 +48,21 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
   return y;
 }
 
-Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
-  KILN_CHECK(min || max, "clamp: at least one of min and max must be given");
+namespace {
+// clamp's attributes; throws when neither bound is given.
+detail::attrs::clamp clamp_bounds(const char* name, std::optional<double> min,
+                                  std::optional<double> max) {
+  KILN_CHECK(min || max, name, ": at least one of min and max must be given");
   constexpr double inf = std::numeric_limits<double>::infinity();
-  double lo = min.value_or(-inf), hi = max.value_or(inf);
-  Tensor y = detail::pointwise_unary(OpId::clamp, "clamp", x, detail::Promote::Arith,
-                                     detail::attrs::clamp{.min = lo, .max = hi}.pack());
+  return {.min = min.value_or(-inf), .max = max.value_or(inf)};
+}
+}  // namespace
+
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  const detail::attrs::clamp bounds = clamp_bounds("clamp", min, max);
+  const double lo = bounds.min, hi = bounds.max;
+  Tensor y =
+      detail::pointwise_unary(OpId::clamp, "clamp", x, detail::Promote::Arith, bounds.pack());
   if (ag::needs_grad({&x}))
     ag::record("ClampBackward", y, {&x}, {x}, [lo, hi](const Saved& s, const Tensor& g) -> Grads {
       return {where(logical_and(s[0] >= lo, s[0] <= hi), g, 0.0)};
@@ -62,6 +71,19 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
 }
 
 // -- selection -------------------------------------------------------------------------
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
+  detail::impl_of(x, "masked_fill");
+  detail::impl_of(mask, "masked_fill");
+  KILN_CHECK(mask.dtype() == DType::Bool, "masked_fill: the mask must be a bool tensor, got ",
+             mask.dtype(), " (compare it, e.g. x > 0)");
+  KILN_CHECK(
+      IntArrayRef(detail::broadcast_shapes(x.shape(), mask.shape(), "masked_fill")) == x.shape(),
+      "masked_fill: a mask of shape ", mask.shape(), " does not broadcast to the shape ",
+      x.shape());
+  // The value takes x's dtype (PyTorch's rule), so where() keeps it.
+  return where(mask, scalar_tensor(value, TensorOptions(x.dtype()).device(x.device())), x);
+}
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   detail::check_same_device("where", {&condition, &a, &b});
@@ -131,6 +153,17 @@ KILN_SCALAR_COMPARISON(>=, ge)
 Tensor Tensor::gelu(const std::string& approximate) const { return kiln::gelu(*this, approximate); }
 Tensor Tensor::clamp(std::optional<double> min, std::optional<double> max) const {
   return kiln::clamp(*this, min, max);
+}
+Tensor& Tensor::clamp_(std::optional<double> min, std::optional<double> max) {
+  return detail::pointwise_unary_inplace(OpId::clamp, "clamp_", *this, detail::Promote::Arith,
+                                         clamp_bounds("clamp_", min, max).pack());
+}
+Tensor Tensor::masked_fill(const Tensor& mask, Scalar value) const {
+  return kiln::masked_fill(*this, mask, value);
+}
+Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
+  detail::impl_of(*this, "masked_fill_");
+  return copy_(kiln::masked_fill(*this, mask, value));
 }
 
 Tensor& Tensor::fill_(Scalar value) {

@@ -83,6 +83,21 @@ Tensor& pointwise_inplace(OpId op, const char* name, Tensor& self, const Tensor&
   return self;
 }
 
+Tensor& pointwise_unary_inplace(OpId op, const char* name, Tensor& self, Promote promote,
+                                std::span<const kiln_attr> attrs) {
+  const auto& impl = impl_of(self, name);
+  autograd_impl::check_inplace(self, name);
+  const DType dtype = compute_dtype(promote, impl.dtype);
+  KILN_CHECK(dtype == impl.dtype, name, ": the result type ", dtype,
+             " cannot be stored in place in a ", impl.dtype, " tensor");
+  if (promote == Promote::Arith) check_not_bool(name, dtype);
+  KILN_CHECK(!impl.has_internal_overlap(), name,
+             ": cannot write in place into a tensor whose elements overlap (an expanded "
+             "view); call .contiguous() first");
+  dispatch(op, {&impl}, {&impl}, attrs);
+  return self;
+}
+
 Tensor scalar_operand(const Tensor& like, Scalar s, const char* name) {
   const auto& impl = impl_of(like, name);
   return scalar_on(like, s, s.result_type(impl.dtype));

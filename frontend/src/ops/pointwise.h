@@ -35,6 +35,12 @@ Tensor pointwise_binary(OpId op, const char* name, const Tensor& a, const Tensor
 Tensor& pointwise_inplace(OpId op, const char* name, Tensor& self, const Tensor& other,
                           Promote promote);
 
+/// self = op(self) in self's dtype (x.exp_()): a result type self cannot hold, an
+/// expanded (overlapping) self, or a self that autograd still needs is an error
+/// naming `name`.
+Tensor& pointwise_unary_inplace(OpId op, const char* name, Tensor& self, Promote promote,
+                                std::span<const kiln_attr> attrs = {});
+
 /// `s` as a 0-d tensor on `like`'s device, in the dtype PyTorch's scalar promotion
 /// gives it next to `like` (an int scalar keeps a float tensor's dtype).
 Tensor scalar_operand(const Tensor& like, Scalar s, const char* name);

@@ -392,8 +392,13 @@ class Sequential : public Module {
       : Sequential(std::vector<std::shared_ptr<Module>>(modules)) {}
   /// nn::Sequential(nn::Linear(784, 128), nn::ReLU(), nn::Linear(128, 10)), as in
   /// libtorch; shared_ptrs to modules may be mixed in.
-  template <SequentialItem... Ms>
-  requires(sizeof...(Ms) > 0) explicit Sequential(Ms&&... modules) : Module("Sequential") {
+  /// (One Sequential alone is the move constructor's: excluded first, so that checking
+  /// whether a Sequential is movable never recurses into this constructor.)
+  template <typename... Ms>
+  requires(sizeof...(Ms) > 0 &&
+           !(sizeof...(Ms) == 1 && (std::is_same_v<std::remove_cvref_t<Ms>, Sequential> && ...)) &&
+           (SequentialItem<Ms> && ...)) explicit Sequential(Ms&&... modules)
+      : Module("Sequential") {
     (push_back(hold(std::forward<Ms>(modules))), ...);
   }
   void push_back(std::shared_ptr<Module> module);

@@ -17,25 +17,15 @@
 #include <thread>
 #include <vector>
 
+#include "support/kiln_test.h"
+
 namespace {
 
 using namespace kiln;
 namespace F = kiln::nn::functional;
 
-/// Runs `f` and returns the kiln::Error's message (fails the test when none is thrown).
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no kiln::Error";
-  return {};
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using test::contains;
+const auto error_of = test::kiln_error_message;
 
 /// Every tensor's values, for bit-exact comparisons.
 std::vector<std::vector<float>> values_of(const std::vector<Tensor>& tensors) {

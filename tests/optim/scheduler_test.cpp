@@ -9,6 +9,8 @@
 #include <numbers>
 #include <string>
 
+#include "support/kiln_test.h"
+
 namespace {
 
 using namespace kiln;
@@ -80,14 +82,7 @@ TEST(Schedulers, BadArguments) {
   EXPECT_THROW(optim::OneCycleLR(f.opt, 1.0, 1), Error);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+const auto error_of = test::kiln_error_message;
 
 TEST(Schedulers, StateDictResumesTheScheduleExactly) {
   Fixture a;

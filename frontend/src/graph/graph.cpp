@@ -256,16 +256,17 @@ void record_kernel(Capture& c, const kiln_kernel& kernel, DeviceContext* device,
                    std::span<const TensorImpl* const> outputs) {
   check_device(c, device, name);
   const std::span<const kiln_attr> attrs(args.attrs, args.num_attrs);
+  const bool random = find_attr(attrs, "seed") != nullptr;
   int patch = -1;
   if (c.pending) {
     const bool wants_seed = c.pending->op.empty();
-    if (wants_seed ? find_attr(attrs, "seed") != nullptr : c.pending->op == name) {
+    if (wants_seed ? random : c.pending->op == name) {
       patch = static_cast<int>(c.patches.size());
       c.patches.push_back(std::move(c.pending->entry));
       c.pending.reset();
     }
   }
-  if (patch < 0 && find_attr(attrs, "seed") != nullptr)
+  if (patch < 0 && random)
     refuse(c, name,
            "a random op without a capturable generator state: its seed does not come from "
            "Kiln's generator, so every replay would draw the same numbers");

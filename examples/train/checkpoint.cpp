@@ -97,23 +97,26 @@ json run_identity(const Args& a) {
           {"precision", a.precision}};
 }
 
-void save_checkpoint(const Args& a, const nn::Module& model, const optim::Optimizer& opt,
-                     const optim::LRScheduler* schedule, const amp::GradScaler* scaler,
-                     int64_t epochs_done, const History& history) {
-  io::NamedTensors tensors;
-  for (auto& [n, t] : model.state_dict()) tensors.emplace_back("model." + n, t);
-  for (auto& [n, t] : opt.state_dict()) tensors.emplace_back("optimizer." + n, t);
-  if (scaler)
-    for (auto& [n, t] : scaler->state_dict()) tensors.emplace_back("scaler." + n, t);
-  GeneratorState g = generator_state();
-  io::Metadata meta{{"format", "kiln-train checkpoint v1"},
-                    {"epochs_done", std::to_string(epochs_done)},
-                    {"generator_seed", std::to_string(g.seed)},
-                    {"generator_offset", std::to_string(g.offset)},
-                    {"schedule_step", std::to_string(schedule ? schedule->last_step() : 0)},
-                    {"run", run_identity(a).dump()},
-                    {"history", history.to_json().dump()}};
-  io::save_safetensors(a.checkpoint, tensors, meta);
+namespace {
+// The entries of a kiln-train checkpoint (examples/train/checkpoint.h).
+std::vector<CheckpointItem> entries(nn::Module& model, optim::Optimizer& opt,
+                                    optim::LRScheduler* schedule, amp::GradScaler* scaler) {
+  std::vector<CheckpointItem> items{
+      {"model", model}, {"optimizer", opt}, {"rng", global_generator}};
+  if (schedule) items.push_back({"scheduler", *schedule});
+  if (scaler) items.push_back({"scaler", *scaler});
+  return items;
+}
+}  // namespace
+
+void save_checkpoint(const Args& a, nn::Module& model, optim::Optimizer& opt,
+                     optim::LRScheduler* schedule, amp::GradScaler* scaler, int64_t epochs_done,
+                     const History& history) {
+  save(entries(model, opt, schedule, scaler), a.checkpoint,
+       {{"format", kCheckpointFormat},
+        {"epochs_done", std::to_string(epochs_done)},
+        {"run", run_identity(a).dump()},
+        {"history", history.to_json().dump()}});
 }
 
 int64_t restore(const Args& a, const io::SafetensorsFile& file, nn::Module& model,
@@ -127,20 +130,19 @@ int64_t restore(const Args& a, const io::SafetensorsFile& file, nn::Module& mode
   };
   try {
     // Everything is parsed and checked before any state changes.
+    const std::string& format = meta("format");
+    KILN_CHECK(format != "kiln-train checkpoint v1", "--resume: ", a.checkpoint,
+               " was written by an older kiln-train (format v1, before kiln::save), which this "
+               "one does not read; start the run again without --resume");
+    KILN_CHECK(format == kCheckpointFormat, "--resume: ", a.checkpoint, ": its format is ",
+               excerpt(json(format), 60), ", not \"", kCheckpointFormat, "\"");
     const json saved = parse_metadata_json(a, "run", meta("run"));
     const json expected = run_identity(a);
     KILN_CHECK(saved == expected, "--resume: ", a.checkpoint,
                " was written by a run with other options; it has ", excerpt(saved),
                " but this run has ", expected.dump());
-    constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
-    constexpr uint64_t kUint64Max = std::numeric_limits<uint64_t>::max();
     const int64_t epochs_done =
         parse_integer<int64_t>(a, "epochs_done", meta("epochs_done"), 0, a.epochs);
-    const int64_t step =
-        parse_integer<int64_t>(a, "schedule_step", meta("schedule_step"), 0, kInt64Max);
-    const GeneratorState generator{
-        parse_integer<uint64_t>(a, "generator_seed", meta("generator_seed"), 0, kUint64Max),
-        parse_integer<uint64_t>(a, "generator_offset", meta("generator_offset"), 0, kUint64Max)};
     History saved_history = History::from_json(parse_metadata_json(a, "history", meta("history")));
     const auto epochs = static_cast<size_t>(epochs_done);
     KILN_CHECK(saved_history.train_loss.size() == epochs &&
@@ -149,27 +151,13 @@ int64_t restore(const Args& a, const io::SafetensorsFile& file, nn::Module& mode
                "--resume: ", a.checkpoint, ": its history holds ", saved_history.train_loss.size(),
                ", ", saved_history.test_accuracy.size(), " and ", saved_history.seconds.size(),
                " entries (train_loss, test_accuracy, seconds), but epochs_done is ", epochs_done);
-
-    nn::StateDict model_state, opt_state, scaler_state;
-    for (auto& [n, t] : file.tensors) {
-      if (n.rfind("model.", 0) == 0)
-        model_state.emplace_back(n.substr(6), t);
-      else if (n.rfind("optimizer.", 0) == 0)
-        opt_state.emplace_back(n.substr(10), t);
-      else if (n.rfind("scaler.", 0) == 0)
-        scaler_state.emplace_back(n.substr(7), t);
-    }
     try {
-      // The scaler's state first: it is checked whole before it changes anything.
-      if (scaler) scaler->load_state_dict(scaler_state);
-      model.load_state_dict(model_state);
-      opt.load_state_dict(opt_state);
+      // Checks every entry against its object, then sets them all (or throws first).
+      parse_checkpoint(file, a.checkpoint).restore(entries(model, opt, schedule, scaler));
     } catch (const Error& e) {
-      // Their messages list the tensors the file names, which may be many and long.
-      KILN_FAIL("--resume: ", a.checkpoint, ": ", shorten(e.what(), kMaxMessage));
+      // Its messages name the file and may list many long names from it.
+      KILN_FAIL("--resume: ", shorten(e.what(), kMaxMessage));
     }
-    if (schedule) schedule->set_step(step);
-    set_generator_state(generator);
     history = std::move(saved_history);
     return epochs_done;
   } catch (const Error&) {

@@ -1,18 +1,23 @@
 #pragma once
 // kiln-train's checkpoints: one safetensors file holding everything a run needs to
 // continue bit-identically (what --checkpoint writes after every epoch and --resume
-// reads back), and nothing it has to trust.
+// reads back), and nothing it has to trust. Written and read with kiln::save and
+// kiln::read_checkpoint (kiln/io/checkpoint.h), whose entries are:
 //
-//   tensors     "model.<name>"      the model's state_dict
-//               "optimizer.<name>"  the optimizer's state_dict
-//               "scaler.<name>"     the GradScaler's state_dict (--precision fp16)
-//   metadata    format              "kiln-train checkpoint v1"
-//               epochs_done         decimal, 0..epochs
-//               generator_seed      decimal uint64 (Kiln's global generator)
-//               generator_offset    decimal uint64
-//               schedule_step       decimal, >= 0 (0 without a schedule)
-//               run                 JSON object: run_identity() of the run that wrote it
-//               history             JSON object: History::to_json()
+//   "model"      the model            tensors "model.<name>"
+//   "optimizer"  the optimizer        tensors "optimizer.<name>", metadata kiln.optimizer.type
+//   "scheduler"  the schedule         tensors "scheduler.last_step", "scheduler.base_lrs"
+//                (absent with --schedule none)
+//   "scaler"     the GradScaler       tensors "scaler.<name>" (--precision fp16 only)
+//   "rng"        Kiln's generator     metadata kiln.rng.seed, kiln.rng.offset
+//
+// and kiln-train's own metadata:
+//
+//   format       "kiln-train checkpoint v2" (v1, before kiln::save, is refused: see
+//                docs/design-decisions.md)
+//   epochs_done  decimal, 0..epochs
+//   run          JSON object: run_identity() of the run that wrote it
+//   history      JSON object: History::to_json()
 //
 //   kiln::train::save_checkpoint(args, model, optimizer, schedule.get(), scaler, epoch + 1,
 //                                history);
@@ -25,6 +30,7 @@
 // excerpt of what the file holds.
 
 #include <kiln/amp.h>
+#include <kiln/io/checkpoint.h>
 #include <kiln/io/safetensors.h>
 #include <kiln/nn/module.h>
 #include <kiln/optim/optimizer.h>
@@ -58,28 +64,31 @@ struct History {
 /// object.
 nlohmann::json run_identity(const Args& a);
 
-/// Writes a checkpoint after `epochs_done` epochs to `a.checkpoint`, atomically (see
-/// kiln::io::save_safetensors): the model's and the optimizer's state, Kiln's
-/// generator state, the schedule's step (`schedule` may be null), run_identity(a)
-/// and `history`. Throws kiln::Error naming the path if it cannot be written.
-void save_checkpoint(const Args& a, const nn::Module& model, const optim::Optimizer& opt,
-                     const optim::LRScheduler* schedule, const amp::GradScaler* scaler,
-                     int64_t epochs_done, const History& history);
+/// The format tag kiln-train writes in its "format" metadata.
+inline constexpr const char* kCheckpointFormat = "kiln-train checkpoint v2";
+
+/// Writes a checkpoint after `epochs_done` epochs to `a.checkpoint` with kiln::save,
+/// atomically: the model's, the optimizer's, the schedule's (`schedule` may be null)
+/// and the scaler's state (`scaler` may be null), Kiln's generator state,
+/// run_identity(a) and `history`. Throws kiln::Error naming the path if it cannot be
+/// written.
+void save_checkpoint(const Args& a, nn::Module& model, optim::Optimizer& opt,
+                     optim::LRScheduler* schedule, amp::GradScaler* scaler, int64_t epochs_done,
+                     const History& history);
 
 /// Restores a run from `file`, already read from `a.checkpoint`, and returns the
-/// number of epochs it had completed (0..a.epochs). All metadata is parsed and
-/// checked before any state changes; then the loss scaler's (when `scaler` is not
-/// null), the model's and the optimizer's state, the schedule's step (when `schedule`
-/// is not null), Kiln's generator state and `history` are set, each refusing bad
-/// values before it changes (a refusal after the scaler's leaves the scaler restored
-/// and the run is not started). Throws kiln::Error (and nothing else) naming
-/// a.checkpoint for:
-/// a missing metadata key; "run" or "history" that is not JSON, nests deeper than
-/// kMaxMetadataDepth or has the wrong shape; a run written with other options than
-/// run_identity(a); a number that is not a whole decimal in range; a history whose
-/// length is not epochs_done; tensors that do not match the model or optimizer, or a
-/// scaler state GradScaler::load_state_dict refuses (messages cut to about 2000
-/// characters).
+/// number of epochs it had completed (0..a.epochs). kiln-train's metadata is parsed
+/// and checked first, then kiln::parse_checkpoint(file).restore() checks every entry
+/// (the model's, optimizer's, schedule's and scaler's state, the generator's) before it
+/// sets any; `history` is set last. So a refusal changes nothing. Throws kiln::Error
+/// (and nothing else) naming a.checkpoint for:
+/// a checkpoint of format v1 or none; a missing metadata key; "run" or "history" that is
+/// not JSON, nests deeper than kMaxMetadataDepth or has the wrong shape; a run written
+/// with other options than run_identity(a); an epochs_done that is not a whole decimal
+/// in range; a history whose length is not epochs_done; anything kiln::CheckpointFile::
+/// restore refuses (tensors that do not match the model or optimizer, a learning rate
+/// of -1 or NaN, a scaler state GradScaler::load_state_dict refuses, a generator state
+/// that is not two whole decimals, ...; messages cut to about 2000 characters).
 int64_t restore(const Args& a, const io::SafetensorsFile& file, nn::Module& model,
                 optim::Optimizer& opt, optim::LRScheduler* schedule, amp::GradScaler* scaler,
                 History& history);

@@ -119,9 +119,10 @@ void checkpoint_seeds(const fs::path& dir) {
   };
   variant("deep_run.safetensors", {{"run", nested(100000)}});
   variant("deep_history.safetensors", {{"history", nested(100000)}});
-  variant("big_numbers.safetensors", {{"epochs_done", "99999999999999999999"},
-                                      {"generator_seed", "-1"},
-                                      {"schedule_step", "9223372036854775808"}});
+  // One bad number each: the first refused would hide the checks of the others.
+  variant("big_epochs_done.safetensors", {{"epochs_done", "99999999999999999999"}});
+  variant("bad_rng_seed.safetensors", {{"kiln.rng.seed", "-1"}});
+  variant("big_rng_offset.safetensors", {{"kiln.rng.offset", "18446744073709551616"}});
 }
 
 void plugin_table_seeds(const fs::path& dir) {

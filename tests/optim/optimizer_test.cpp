@@ -182,6 +182,15 @@ TEST(Optimizers, BadInput) {
   // Malformed indices are kiln::Errors too, not std::invalid_argument escaping.
   EXPECT_THROW(opt.load_state_dict({{"state.x.exp_avg", zeros({1})}}), Error);
   EXPECT_THROW(opt.load_state_dict({{"param_groups..lr", zeros({})}}), Error);
+  const Tensor lr = scalar_tensor(0.1, DType::Float64);
+  EXPECT_THROW(opt.load_state_dict({{"param_groups.00.lr", lr}}), Error);  // not as saved
+  EXPECT_THROW(opt.load_state_dict({{"param_groups.0.lr", lr}, {"state.01.step", full({}, 1.0)}}),
+               Error);
+  EXPECT_THROW(opt.load_state_dict({{"param_groups.1.lr", lr}}), Error);  // one group only
+  EXPECT_THROW(opt.load_state_dict({{"param_groups.0.lr", lr}, {"state.1.step", full({}, 1.0)}}),
+               Error);  // one parameter only
+  EXPECT_THROW(opt.load_state_dict({{"param_groups.0.lr", lr}, {"param_groups.0.lr", lr}}), Error);
+  EXPECT_THROW(opt.load_state_dict({{"state.0.step", full({}, 1.0)}}), Error);  // no lr
   // A step count that is no count (a hostile checkpoint): refused, not converted.
   auto message = [&](const Tensor& step) {
     try {
@@ -194,7 +203,29 @@ TEST(Optimizers, BadInput) {
   for (double step : {1e30, -1.0, 2.5, std::nan("")})
     EXPECT_NE(message(full({}, step)).find("step count"), std::string::npos) << step;
   EXPECT_NE(message(zeros({2})).find("one value"), std::string::npos);
-  opt.load_state_dict({{"state.0.step", full({}, 7.0)}});  // a whole float is fine
+  opt.load_state_dict(
+      {{"param_groups.0.lr", lr}, {"state.0.step", full({}, 7.0)}});  // a whole float
+}
+
+TEST(Optimizers, LoadStateDictReplacesTheStateItDoesNotHold) {
+  // An older checkpoint, saved before any step, into an optimizer that has stepped: its
+  // moments and step counts go, and the next steps are a fresh optimizer's.
+  auto make = [] { return from_vector<double>(kStart).requires_grad_(); };
+  auto p = make(), fresh_p = make();
+  optim::Adam opt(std::vector<Tensor>{p}, optim::AdamOptions(0.05));
+  const nn::StateDict older = opt.state_dict();
+  run(opt, p, 3);
+  ASSERT_GT(opt.state_dict().size(), older.size());
+  {
+    NoGradGuard g;
+    p.copy_(fresh_p);
+  }
+  opt.load_state_dict(older);
+  const nn::StateDict now = opt.state_dict();
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_EQ(now[0].first, "param_groups.0.lr");
+  optim::Adam fresh(std::vector<Tensor>{fresh_p}, optim::AdamOptions(0.05));
+  expect_near(run(opt, p, 2), run(fresh, fresh_p, 2));
 }
 
 TEST(Optimizers, ZeroGradAndParametersWithoutGradients) {

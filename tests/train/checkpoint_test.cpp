@@ -8,6 +8,7 @@
 #include <kiln/optim/sgd.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -134,7 +135,7 @@ TEST_F(CheckpointRestore, TheLossScalersStateRoundTripsAndIsChecked) {
   EXPECT_EQ(restored.get_scale(), 128.0);
   // A run with another precision is another run.
   args_.precision = "bf16";
-  EXPECT_NE(refusal(file, "format", "kiln-train checkpoint v1").find("other options"),
+  EXPECT_NE(refusal(file, "format", "kiln-train checkpoint v2").find("other options"),
             std::string::npos);
 }
 
@@ -215,7 +216,7 @@ TEST_F(CheckpointRestore, InvalidJsonIsRefusedBriefly) {
 
 TEST_F(CheckpointRestore, MalformedNumbersAreRefused) {
   auto file = valid_file();
-  for (const char* key : {"epochs_done", "schedule_step", "generator_seed", "generator_offset"}) {
+  for (const char* key : {"epochs_done", "kiln.rng.seed", "kiln.rng.offset"}) {
     for (const std::string& text :
          {std::string("-1"), std::string("abc"), std::string("12abc"), std::string(" 1"),
           std::string(""), std::string("99999999999999999999999"), std::string(5000, '9')}) {
@@ -237,7 +238,7 @@ TEST_F(CheckpointRestore, HistoryMustMatchEpochsDone) {
 
 TEST_F(CheckpointRestore, MissingMetadataIsRefused) {
   auto file = valid_file();
-  file.metadata.erase("generator_offset");
+  file.metadata.erase("kiln.rng.offset");
   History history;
   EXPECT_THROW(
       kiln::train::restore(args_, file, *model_, *optimizer_, schedule_.get(), nullptr, history),
@@ -283,6 +284,41 @@ TEST_F(CheckpointRestore, MismatchedTensorsNameTheFile) {
   }
 }
 
+// Checkpoints of kiln-train before kiln::save (format v1, hand-prefixed keys) are
+// refused with a message that says so (docs/design-decisions.md).
+TEST_F(CheckpointRestore, FormatV1IsRefusedClearly) {
+  auto file = valid_file();
+  std::string message = refusal(file, "format", "kiln-train checkpoint v1");
+  EXPECT_NE(message.find("older kiln-train (format v1"), std::string::npos) << message;
+  expect_short_and_named(message, args_.checkpoint);
+  EXPECT_NE(refusal(file, "format", "something else").find("its format is"), std::string::npos);
+}
+
+// The optimizer's learning rate is range-checked through kiln::CheckpointFile::restore:
+// -1 or NaN is refused naming the file and the full key, and nothing changes (the
+// model, the schedule and the generator included, though they come first in the file).
+TEST_F(CheckpointRestore, BadLearningRateIsRefusedNamingTheKey) {
+  auto file = valid_file();
+  kiln::NoGradGuard no_grad;
+  model_->parameters()[0].fill_(0.25);
+  schedule_->set_step(1);
+  const double lr = optimizer_->param_groups()[0].options->lr();
+  kiln::manual_seed(5);
+  for (double bad : {-1.0, std::nan("")}) {
+    auto copy = file;
+    for (auto& [name, t] : copy.tensors)
+      if (name == "optimizer.param_groups.0.lr")
+        t = kiln::scalar_tensor(bad, kiln::TensorOptions(kiln::float64));
+    std::string message = refusal(copy, "format", "kiln-train checkpoint v2");
+    EXPECT_NE(message.find("key 'optimizer.param_groups.0.lr'"), std::string::npos) << message;
+    expect_short_and_named(message, args_.checkpoint);
+  }
+  for (float v : model_->parameters()[0].to_vector<float>()) EXPECT_EQ(v, 0.25f);
+  EXPECT_EQ(schedule_->last_step(), 1);
+  EXPECT_EQ(optimizer_->param_groups()[0].options->lr(), lr);
+  EXPECT_EQ(kiln::generator_state().seed, 5u);
+}
+
 // A refused checkpoint changes nothing: all metadata is checked before any state.
 TEST_F(CheckpointRestore, RefusalLeavesTheRunUntouched) {
   auto file = valid_file();
@@ -291,7 +327,7 @@ TEST_F(CheckpointRestore, RefusalLeavesTheRunUntouched) {
   schedule_->set_step(1);
   kiln::manual_seed(5);
   refusal(file, "history", nested(100000));
-  refusal(file, "generator_seed", "-1");
+  refusal(file, "kiln.rng.seed", "-1");
   for (float v : model_->parameters()[0].to_vector<float>()) EXPECT_EQ(v, 0.25f);
   EXPECT_EQ(schedule_->last_step(), 1);
   EXPECT_EQ(kiln::generator_state().seed, 5u);

@@ -203,6 +203,23 @@ void example(const std::string& text) {
 }
 }  // namespace io_atomic_file_1
 
+// kiln/io/checkpoint.h
+namespace io_checkpoint_1 {
+void example() {
+  auto model = std::make_shared<kiln::nn::Linear>(784, 10);
+  kiln::optim::Adam opt(model->parameters(), kiln::optim::AdamOptions(1e-3));
+  kiln::optim::CosineAnnealingLR sched(opt, 100);
+  kiln::amp::GradScaler scaler;
+  int64_t epoch = 3;
+  kiln::save({{"model", model}, {"optimizer", opt}, {"scheduler", sched},
+              {"scaler", scaler}, {"rng", kiln::global_generator}, {"epoch", epoch}},
+             "ckpt.safetensors");
+  kiln::load({{"model", model}, {"optimizer", opt}, {"scheduler", sched},
+              {"scaler", scaler}, {"rng", kiln::global_generator}, {"epoch", epoch}},
+             "ckpt.safetensors");   // all restored, or none and a kiln::Error
+}
+}  // namespace io_checkpoint_1
+
 // kiln/io/safetensors.h
 namespace io_safetensors_1 {
 void example(const kiln::Tensor& w, const kiln::Tensor& b) {

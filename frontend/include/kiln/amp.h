@@ -120,10 +120,13 @@ class GradScaler {
   /// underscore of "_growth_tracker").
   nn::StateDict state_dict() const;
   /// Restores what state_dict() produced; throws kiln::Error naming the key, and
-  /// changing nothing, when one is missing, not one floating-point value or out of
-  /// range (a scale that is not a positive normal float32, a growth factor <= 1, a
-  /// backoff factor outside (0, 1), ...).
+  /// changing nothing, when one is missing or unknown, not one floating-point value or
+  /// out of range (a scale that is not a positive normal float32, a growth factor <= 1,
+  /// a backoff factor outside (0, 1), ...).
   void load_state_dict(const nn::StateDict& dict);
+  /// The checks of load_state_dict alone: throws the same kiln::Error for the same
+  /// `dict`, and changes nothing either way.
+  void check_state_dict(const nn::StateDict& dict) const;
 
  private:
   GradScalerOptions options_;

@@ -1,5 +1,7 @@
 // kiln::amp::GradScaler: loss scaling with PyTorch's defaults and update rule.
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -161,7 +163,22 @@ nn::StateDict GradScaler::state_dict() const {
           {"growth_tracker", f64(static_cast<double>(growth_tracker_))}};
 }
 
-void GradScaler::load_state_dict(const nn::StateDict& dict) {
+namespace {
+struct ScalerState {
+  GradScalerOptions options;
+  double scale;
+  int64_t growth_tracker;
+};
+
+// Every check of load_state_dict; `options` supplies what the state does not hold.
+ScalerState parse_state(const nn::StateDict& dict, GradScalerOptions o) {
+  static constexpr const char* kKeys[] = {"scale", "growth_factor", "backoff_factor",
+                                          "growth_interval", "growth_tracker"};
+  for (const auto& [name, t] : dict)
+    KILN_CHECK(std::find(std::begin(kKeys), std::end(kKeys), name) != std::end(kKeys),
+               "GradScaler::load_state_dict: unknown key '", name,
+               "' (expected scale, growth_factor, backoff_factor, growth_interval and "
+               "growth_tracker)");
   auto value = [&](const char* key) {
     for (const auto& [name, t] : dict) {
       if (name != key) continue;
@@ -171,7 +188,6 @@ void GradScaler::load_state_dict(const nn::StateDict& dict) {
     }
     KILN_FAIL("GradScaler::load_state_dict: the state has no '", key, "'");
   };
-  GradScalerOptions o = options_;
   const double scale = value("scale");
   o.growth_factor = value("growth_factor");
   o.backoff_factor = value("backoff_factor");
@@ -188,9 +204,17 @@ void GradScaler::load_state_dict(const nn::StateDict& dict) {
              tracker);
   o.growth_interval = static_cast<int64_t>(interval);
   check_options(o);
-  options_ = o;
-  scale_ = scale;
-  growth_tracker_ = static_cast<int64_t>(tracker);
+  return {o, scale, static_cast<int64_t>(tracker)};
+}
+}  // namespace
+
+void GradScaler::check_state_dict(const nn::StateDict& dict) const { parse_state(dict, options_); }
+
+void GradScaler::load_state_dict(const nn::StateDict& dict) {
+  const ScalerState state = parse_state(dict, options_);
+  options_ = state.options;
+  scale_ = state.scale;
+  growth_tracker_ = state.growth_tracker;
   found_inf_.clear();
   stepped_.clear();
 }

@@ -164,7 +164,7 @@ void Module::zero_grad(bool set_to_none) {
   }
 }
 
-void Module::load_state_dict(const StateDict& state, bool strict) {
+void Module::check_state_dict(const StateDict& state, bool strict) const {
   StateDict own = state_dict();
   std::map<std::string, Tensor> given;
   for (const auto& [n, t] : state) {
@@ -195,8 +195,13 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
   if (strict && !missing.empty()) problems += " missing keys: " + join(missing) + ".";
   if (strict && !unexpected.empty()) problems += " unexpected keys: " + join(unexpected) + ".";
   KILN_CHECK(problems.empty(), "load_state_dict into ", type_name_, ":", problems);
+}
+
+void Module::load_state_dict(const StateDict& state, bool strict) {
+  check_state_dict(state, strict);
+  std::map<std::string, Tensor> given(state.begin(), state.end());
   NoGradGuard no_grad;
-  for (auto& [n, t] : own) {
+  for (auto& [n, t] : state_dict()) {
     auto it = given.find(n);
     if (it != given.end()) t.copy_(it->second);
   }

@@ -20,12 +20,15 @@ std::vector<ParamGroup> single_group(std::vector<Tensor> params) {
 }
 
 namespace {
-// The decimal index in key[begin, end); anything else is reported through `fail`.
+// The decimal index in key[begin, end), written as state_dict() writes it ("0", "12",
+// not "00" or "+1"); anything else is reported through `fail`.
 template <typename Fail>
 size_t parse_index(const std::string& key, size_t begin, size_t end, const Fail& fail) {
   size_t value = 0;
   auto [ptr, ec] = std::from_chars(key.data() + begin, key.data() + end, value);
-  if (begin == end || ec != std::errc() || ptr != key.data() + end) fail("malformed index");
+  if (begin == end || ec != std::errc() || ptr != key.data() + end ||
+      (key[begin] == '0' && end - begin > 1))
+    fail("malformed index");
   return value;
 }
 }  // namespace
@@ -103,37 +106,53 @@ nn::StateDict Optimizer::state_dict() const {
   return out;
 }
 
-void Optimizer::load_state_dict(const nn::StateDict& dict) {
-  std::vector<Tensor> params;
-  for (const auto& g : groups_)
-    for (const auto& p : g.params) params.push_back(p);
-  // Validate everything first, then apply: a bad checkpoint changes nothing.
-  std::vector<std::pair<size_t, double>> lrs;
+namespace {
+// What a valid state dict sets: learning rates by group, step counts and state tensors
+// by parameter index (with `convert`: the tensors already the optimizer's own, on their
+// parameter's device and dtype).
+struct LoadPlan {
+  std::vector<double> lrs;
+  std::vector<std::pair<size_t, int64_t>> steps;
   std::vector<std::tuple<size_t, std::string, Tensor>> tensors;
+};
+
+// Every check of load_state_dict, and with `convert` every copy, changing nothing.
+LoadPlan plan_load(const char* optimizer, const std::vector<ParamGroup>& groups,
+                   const nn::StateDict& dict, bool convert) {
+  NoGradGuard no_grad;
+  std::vector<Tensor> params;
+  for (const auto& g : groups)
+    for (const auto& p : g.params) params.push_back(p);
+  LoadPlan plan;
+  plan.lrs.assign(groups.size(), std::numeric_limits<double>::quiet_NaN());
   for (const auto& entry : dict) {
     // Not a structured binding: clang before 16 cannot capture one in the lambda.
     const std::string& key = entry.first;
     const Tensor& t = entry.second;
     auto fail = [&](const std::string& why) {
-      KILN_FAIL(name_, "::load_state_dict: key '", key, "': ", why);
+      KILN_FAIL(optimizer, "::load_state_dict: key '", key, "': ", why);
     };
+    if (!t.defined()) fail("the tensor is undefined");
     if (key.rfind("param_groups.", 0) == 0) {
       size_t dot = key.find('.', 13);
       if (dot == std::string::npos || key.substr(dot) != ".lr") fail("unknown group field");
       size_t g = parse_index(key, 13, dot, fail);
-      if (g >= groups_.size())
-        fail("the optimizer has " + std::to_string(groups_.size()) + " groups");
+      if (g >= groups.size())
+        fail("no group " + std::to_string(g) + ": the optimizer has " +
+             std::to_string(groups.size()) + " parameter groups");
+      if (!std::isnan(plan.lrs[g])) fail("the learning rate of the group is given twice");
       if (t.numel() != 1) fail("a learning rate must hold one value");
       const double lr = t.to(DType::Float64).item<double>();
       if (!(std::isfinite(lr) && lr >= 0))
         fail("a learning rate must be finite and non-negative, got " + std::to_string(lr));
-      lrs.emplace_back(g, lr);
+      plan.lrs[g] = lr;
     } else if (key.rfind("state.", 0) == 0) {
       size_t dot = key.find('.', 6);
       if (dot == std::string::npos) fail("malformed state key");
       size_t i = parse_index(key, 6, dot, fail);
       if (i >= params.size())
-        fail("the optimizer has " + std::to_string(params.size()) + " parameters");
+        fail("no parameter " + std::to_string(i) + ": the optimizer has " +
+             std::to_string(params.size()) + " parameters");
       std::string name = key.substr(dot + 1);
       if (name == "step") {
         // A count: one whole, non-negative number (a hostile file may hold 1e30 or NaN).
@@ -142,25 +161,47 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
         const double step = t.to(DType::Float64).item<double>();
         if (!(step >= 0 && step <= 9.0e15 && step == std::floor(step)))
           fail("the step count must be a whole number in [0, 9e15], got " + std::to_string(step));
+        plan.steps.emplace_back(i, static_cast<int64_t>(step));
       } else if (t.shape() != params[i].shape()) {
         std::ostringstream m;
         m << "shape " << t.shape() << " does not match the parameter's " << params[i].shape();
         fail(m.str());
+      } else if (convert) {
+        Tensor own = t.to(params[i].device()).to(params[i].dtype());
+        if (own.impl() == t.impl()) own = own.clone();  // not the caller's tensor
+        plan.tensors.emplace_back(i, std::move(name), std::move(own));
       }
-      tensors.emplace_back(i, name, t);
     } else {
       fail("not an optimizer key (expected 'state.*' or 'param_groups.*')");
     }
   }
-  for (auto [g, lr] : lrs) groups_[g].options->lr(lr);
-  NoGradGuard no_grad;
-  for (auto& [i, name, t] : tensors) {
-    const Tensor& p = params[i];
-    if (name == "step")
-      step_count(p) = t.item<int64_t>();
-    else
-      state(p, name) = t.to(p.device()).to(p.dtype()).clone();
-  }
+  for (size_t g = 0; g < plan.lrs.size(); ++g)
+    KILN_CHECK(!std::isnan(plan.lrs[g]), optimizer,
+               "::load_state_dict: the dict lacks 'param_groups.", g,
+               ".lr' (one learning rate for each of the optimizer's ", groups.size(),
+               " parameter groups)");
+  return plan;
+}
+}  // namespace
+
+void Optimizer::check_state_dict(const nn::StateDict& dict) const {
+  plan_load(name_, groups_, dict, /*convert=*/false);
+}
+
+void Optimizer::load_state_dict(const nn::StateDict& dict) {
+  // Validate and copy everything first, then only assign: a bad checkpoint (or a failed
+  // copy) changes nothing.
+  LoadPlan plan = plan_load(name_, groups_, dict, /*convert=*/true);
+  std::vector<Tensor> params;
+  for (const auto& g : groups_)
+    for (const auto& p : g.params) params.push_back(p);
+  // The dict replaces the state: what it does not hold (a parameter that had not
+  // stepped when it was saved) starts afresh, as in PyTorch.
+  state_.clear();
+  steps_.clear();
+  for (size_t g = 0; g < groups_.size(); ++g) groups_[g].options->lr(plan.lrs[g]);
+  for (const auto& [i, step] : plan.steps) step_count(params[i]) = step;
+  for (auto& [i, name, t] : plan.tensors) state(params[i], name) = std::move(t);
 }
 
 Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type) {

@@ -29,7 +29,14 @@ nn::StateDict LRScheduler::state_dict() const {
           {"base_lrs", from_vector<double>(base_lrs_)}};
 }
 
-void LRScheduler::load_state_dict(const nn::StateDict& dict) {
+namespace {
+struct SchedulerState {
+  int64_t step = 0;
+  std::vector<double> base_lrs;
+};
+
+// Every check of load_state_dict, for an optimizer with `groups` parameter groups.
+SchedulerState parse_state(const nn::StateDict& dict, size_t groups) {
   std::optional<int64_t> step;
   std::optional<std::vector<double>> base_lrs;
   for (const auto& [key, t] : dict) {
@@ -45,8 +52,8 @@ void LRScheduler::load_state_dict(const nn::StateDict& dict) {
                  ": the step must be a whole number in [0, 9e15], got ", v);
       step = static_cast<int64_t>(v);
     } else if (key == "base_lrs") {
-      KILN_CHECK(values.size() == base_lrs_.size(), where(), ": ", values.size(),
-                 " base rates for an optimizer with ", base_lrs_.size(), " parameter groups");
+      KILN_CHECK(values.size() == groups, where(), ": ", values.size(),
+                 " base rates for an optimizer with ", groups, " parameter groups");
       for (double lr : values)
         KILN_CHECK(std::isfinite(lr) && lr >= 0, where(),
                    ": a base learning rate must be finite and non-negative, got ", lr);
@@ -58,8 +65,18 @@ void LRScheduler::load_state_dict(const nn::StateDict& dict) {
   }
   KILN_CHECK(step && base_lrs, "LRScheduler::load_state_dict: the dict lacks '",
              step ? "base_lrs" : "last_step", "'");
-  base_lrs_ = *base_lrs;
-  set_step(*step);
+  return {*step, *base_lrs};
+}
+}  // namespace
+
+void LRScheduler::check_state_dict(const nn::StateDict& dict) const {
+  parse_state(dict, base_lrs_.size());
+}
+
+void LRScheduler::load_state_dict(const nn::StateDict& dict) {
+  SchedulerState state = parse_state(dict, base_lrs_.size());
+  base_lrs_ = std::move(state.base_lrs);
+  set_step(state.step);
 }
 
 void LRScheduler::apply() {

@@ -103,6 +103,9 @@ class Module {
   /// and device). strict: every key must match, in both directions. A shape mismatch
   /// is always an error. Errors name the keys; nothing is modified when one is found.
   void load_state_dict(const StateDict& state, bool strict = true);
+  /// The checks of load_state_dict alone: throws the same kiln::Error for the same
+  /// `state`, and changes nothing either way (kiln::load checks every entry first).
+  void check_state_dict(const StateDict& state, bool strict = true) const;
 
   /// Writes the module tree, e.g. "Sequential(\n  (0): Linear(in=784, out=10)\n)".
   virtual void pretty_print(std::ostream& out) const;

@@ -72,8 +72,15 @@ class Optimizer {
   /// order) and "param_groups.<g>.lr" (0-d float64).
   nn::StateDict state_dict() const;
   /// Restores what state_dict() produced for an optimizer over parameters of the
-  /// same shapes; throws naming the key on any mismatch, changing nothing.
+  /// same shapes: the state is replaced (what the dict lacks is dropped, not kept),
+  /// and the dict must hold one "param_groups.<g>.lr" per group. Throws naming the
+  /// key on any mismatch, changing nothing.
   void load_state_dict(const nn::StateDict& dict);
+  /// The checks of load_state_dict alone: throws the same kiln::Error for the same
+  /// `dict`, and changes nothing either way.
+  void check_state_dict(const nn::StateDict& dict) const;
+  /// The algorithm's name ("Adam", "SGD", ...), as its errors spell it.
+  const char* name() const { return name_; }
 
  protected:
   Optimizer(std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults,

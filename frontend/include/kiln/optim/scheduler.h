@@ -37,6 +37,9 @@ class LRScheduler {
   /// is negative or not finite (or a count other than the optimizer's groups) throws
   /// kiln::Error naming the key, and changes nothing.
   void load_state_dict(const nn::StateDict& dict);
+  /// The checks of load_state_dict alone: throws the same kiln::Error for the same
+  /// `dict`, and changes nothing either way.
+  void check_state_dict(const nn::StateDict& dict) const;
 
  protected:
   /// The lr of a group with `base` lr at step t.

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "kiln_test.h"
+#include "loader_helpers.h"
 
 namespace kiln::test {
 namespace {
@@ -20,28 +21,6 @@ using data::DataLoaderOptions;
 using data::Example;
 using data::TensorDataset;
 using namespace std::chrono_literals;
-
-// n samples: input i (float32 [1]), target i (int64).
-std::shared_ptr<TensorDataset> counting(int64_t n) {
-  return std::make_shared<TensorDataset>(arange(0, n, 1, float32).reshape({n, 1}), arange(n));
-}
-
-std::vector<std::vector<int64_t>> targets_of_epoch(DataLoader& loader) {
-  std::vector<std::vector<int64_t>> batches;
-  for (auto& batch : loader) batches.push_back(batch.target.to_vector<int64_t>());
-  return batches;
-}
-
-// Runs `body` and fails (instead of hanging the suite) if it does not finish in time.
-void within(std::chrono::seconds limit, const std::function<void()>& body) {
-  auto done = std::async(std::launch::async, body);
-  if (done.wait_for(limit) != std::future_status::ready) {
-    ADD_FAILURE() << "did not finish within " << limit.count() << " s (deadlock?)";
-    std::fflush(stdout);
-    std::_Exit(1);
-  }
-  done.get();
-}
 
 TEST(DataLoader, BatchSizesWithAndWithoutDropLast) {
   for (bool prefetch : {false, true}) {

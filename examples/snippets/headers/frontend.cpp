@@ -87,9 +87,9 @@ namespace data_dataloader_1 {
 void example(int64_t start_epoch, int64_t epochs, const std::shared_ptr<kiln::nn::Module>& model) {
   kiln::data::DataLoader loader(kiln::data::FashionMNIST(),
                                 kiln::data::DataLoaderOptions().batch_size(64)
-                                    .shuffle(true).seed(42).device("cuda"));
+                                    .shuffle(true).seed(42).workers(2).device("cuda"));
   for (int64_t epoch = start_epoch; epoch < epochs; ++epoch) {
-    loader.set_epoch(epoch);                   // the shuffle of this epoch
+    loader.set_epoch(epoch);                   // optional; needed to resume or for DDP
     for (auto& batch : loader) {               // batch.input [64,1,28,28], batch.target [64]
       auto logits = model->forward(batch.input);
       kiln::nn::functional::cross_entropy(logits, batch.target).backward();  // then a step
@@ -134,7 +134,12 @@ void example() {
 namespace data_transforms_1 {
 void example() {
   kiln::data::DataLoader loader(kiln::data::FashionMNIST(), kiln::data::DataLoaderOptions()
-      .batch_size(64).shuffle(true).seed(1)
+      .batch_size(64).shuffle(true).seed(1).workers(2)
+      .sample_transform(kiln::data::Compose({
+          [](kiln::data::Example s, const kiln::data::SampleInfo&) {
+            s.input = s.input * 2 - 1;  // [0, 1] -> [-1, 1]
+            return s;
+          }}))
       .transform(kiln::data::RandomHorizontalFlip(0.5, /*seed=*/1)));
 }
 }  // namespace data_transforms_1

@@ -1,187 +1,24 @@
 #include "kiln/data/dataloader.h"
 
-#include <algorithm>
-#include <condition_variable>
-#include <deque>
-#include <exception>
-#include <mutex>
+#include <limits>
 #include <numeric>
-#include <span>
-#include <system_error>
-#include <thread>
+#include <utility>
+#include <vector>
 
+#include "data/epoch_run.h"
 #include "data/sample_random.h"
-#include "kiln/autograd.h"
 #include "kiln/error.h"
 
 namespace kiln::data {
-
-namespace detail {
-
-// One pass over an epoch's batches. The consumer (the thread iterating) calls
-// advance() and current(); with prefetch, a worker thread runs produce() ahead of
-// it into a bounded queue. Both sides only share the queue and the stop flag.
-class EpochRun {
- public:
-  EpochRun(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options, int64_t epoch,
-           std::vector<int64_t> order, int64_t batches)
-      : dataset_(std::move(dataset)),
-        options_(std::move(options)),
-        epoch_(epoch),
-        order_(std::move(order)),
-        batches_(batches) {}
-
-  ~EpochRun() { cancel(); }
-  EpochRun(const EpochRun&) = delete;
-  EpochRun& operator=(const EpochRun&) = delete;
-
-  void start() {
-    if (!options_.prefetch() || batches_ == 0) return;
-    try {
-      worker_ = std::thread([this] { work(); });
-    } catch (const std::system_error& e) {
-      KILN_FAIL("DataLoader: cannot start the prefetch thread (", e.what(),
-                "); use DataLoaderOptions().prefetch(false)");
-    }
-  }
-
-  bool at_end() const { return position_ >= batches_; }
-  Batch& current() {
-    KILN_CHECK(!at_end(), "DataLoader: dereferencing an iterator at the end of the epoch");
-    return current_;
-  }
-
-  // Moves to the next batch (the first call moves to batch 0).
-  void advance() {
-    if (at_end()) return;
-    ++position_;
-    current_ = {};
-    if (at_end()) return;
-    if (!options_.prefetch()) {
-      try {
-        current_ = produce(position_);
-      } catch (...) {
-        position_ = batches_;
-        throw;
-      }
-      return;
-    }
-    Slot slot;
-    {
-      std::unique_lock lock(mutex_);
-      ready_changed_.wait(lock, [&] { return !ready_.empty(); });
-      slot = std::move(ready_.front());
-      ready_.pop_front();
-    }
-    ready_changed_.notify_all();
-    if (slot.error) {
-      position_ = batches_;
-      std::rethrow_exception(slot.error);
-    }
-    current_ = std::move(slot.batch);
-  }
-
-  // Ends the iteration: stops and joins the worker, drops prepared batches.
-  void cancel() noexcept {
-    {
-      std::lock_guard lock(mutex_);
-      stop_ = true;
-      ready_.clear();
-    }
-    ready_changed_.notify_all();
-    std::lock_guard join_lock(join_mutex_);
-    if (worker_.joinable()) worker_.join();
-    position_ = batches_;
-    current_ = {};
-  }
-
- private:
-  struct Slot {
-    Batch batch;
-    std::exception_ptr error;
-  };
-
-  Batch produce(int64_t b) const {
-    const int64_t batch_size = options_.batch_size();
-    const int64_t first = b * batch_size;
-    const int64_t count = std::min(batch_size, static_cast<int64_t>(order_.size()) - first);
-    std::span<const int64_t> indices(order_.data() + first, static_cast<size_t>(count));
-    try {
-      NoGradGuard no_grad;
-      Batch batch = dataset_->get_batch(indices);
-      KILN_CHECK(batch.input.defined(), "the dataset returned an undefined input");
-      if (const auto& device = options_.device()) {
-        batch.input = batch.input.to(*device);
-        if (batch.target.defined()) batch.target = batch.target.to(*device);
-      }
-      if (options_.transform()) {
-        batch = options_.transform()(std::move(batch), BatchInfo{epoch_, indices});
-        KILN_CHECK(batch.input.defined(), "the transform returned an undefined input");
-      }
-      return batch;
-    } catch (const std::exception& e) {
-      KILN_FAIL("DataLoader: preparing batch ", b, " of epoch ", epoch_, " (", count,
-                " samples, the first being dataset index ", indices.front(),
-                ") failed: ", e.what());
-    } catch (...) {
-      KILN_FAIL("DataLoader: preparing batch ", b, " of epoch ", epoch_,
-                " failed with an exception that is not a std::exception");
-    }
-  }
-
-  void work() {
-    for (int64_t b = 0; b < batches_; ++b) {
-      {
-        std::unique_lock lock(mutex_);
-        ready_changed_.wait(lock, [&] {
-          return stop_ || static_cast<int64_t>(ready_.size()) < options_.prefetch_depth();
-        });
-        if (stop_) return;
-      }
-      Slot slot;
-      try {
-        slot.batch = produce(b);
-      } catch (...) {
-        slot.error = std::current_exception();
-      }
-      const bool failed = static_cast<bool>(slot.error);
-      {
-        std::lock_guard lock(mutex_);
-        if (stop_) return;
-        ready_.push_back(std::move(slot));
-      }
-      ready_changed_.notify_all();
-      if (failed) return;
-    }
-  }
-
-  const std::shared_ptr<const Dataset> dataset_;
-  const DataLoaderOptions options_;
-  const int64_t epoch_;
-  const std::vector<int64_t> order_;
-  const int64_t batches_;
-
-  // Consumer-thread state.
-  int64_t position_ = -1;
-  Batch current_;
-
-  // Shared with the worker.
-  std::mutex mutex_;
-  std::condition_variable ready_changed_;
-  std::deque<Slot> ready_;
-  bool stop_ = false;
-
-  std::mutex join_mutex_;
-  std::thread worker_;
-};
-
-}  // namespace detail
 
 DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
     : dataset_(std::move(dataset)), options_(std::move(options)) {
   KILN_CHECK(dataset_ != nullptr, "DataLoader: the dataset is null");
   KILN_CHECK(options_.batch_size() >= 1, "DataLoader: batch_size must be >= 1, got ",
              options_.batch_size());
+  KILN_CHECK(options_.workers() >= 0,
+             "DataLoader: workers must be >= 0 (0 prepares batches on the caller's thread), got ",
+             options_.workers());
   KILN_CHECK(options_.prefetch_depth() >= 1, "DataLoader: prefetch_depth must be >= 1, got ",
              options_.prefetch_depth());
   KILN_CHECK(dataset_->size() >= 0, "DataLoader: the dataset reports a negative size ",
@@ -287,10 +124,14 @@ std::vector<int64_t> DataLoader::sample_order(int64_t epoch) const {
 
 DataLoader::Iterator DataLoader::begin() {
   if (auto previous = current_.lock()) previous->cancel();
+  const int64_t epoch = epoch_;
   auto run =
-      std::make_shared<detail::EpochRun>(dataset_, options_, epoch_, sample_order(epoch_), size());
-  current_ = run;
+      std::make_shared<detail::EpochRun>(dataset_, options_, epoch, sample_order(epoch), size());
   run->start();
+  // A pass that started consumes its epoch (even when its first batch fails below), so
+  // the next one reshuffles by itself; one that could not start leaves it to the retry.
+  current_ = run;
+  if (epoch_ < std::numeric_limits<int64_t>::max()) ++epoch_;
   run->advance();
   return Iterator(std::move(run));
 }

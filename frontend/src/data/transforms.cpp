@@ -17,6 +17,17 @@ Transform compose(std::vector<Transform> transforms) {
   };
 }
 
+Compose::Compose(std::vector<SampleTransform> transforms) : transforms_(std::move(transforms)) {
+  for (size_t i = 0; i < transforms_.size(); ++i)
+    KILN_CHECK(static_cast<bool>(transforms_[i]), "Compose: transform ", i, " of ",
+               transforms_.size(), " is empty");
+}
+
+Example Compose::operator()(Example sample, const SampleInfo& info) const {
+  for (const SampleTransform& t : transforms_) sample = t(std::move(sample), info);
+  return sample;
+}
+
 RandomHorizontalFlip::RandomHorizontalFlip(double p, uint64_t seed) : p_(p), seed_(seed) {
   KILN_CHECK(p >= 0.0 && p <= 1.0, "RandomHorizontalFlip: p must be in [0, 1], got ", p);
 }

@@ -27,9 +27,13 @@ struct Example {
 
 /// A finite, indexable collection of samples.
 ///
-/// A DataLoader calls get() / get_batch() from one thread at a time, but that thread
-/// may be its background prefetch thread rather than the thread that built the
-/// dataset: implementations must not depend on thread-local state.
+/// Threads: a DataLoader calls get() / get_batch() from its worker threads rather than
+/// from the thread that built the dataset, so implementations must not depend on
+/// thread-local state. With DataLoaderOptions().workers(n), n >= 2, they are called
+/// from n threads at once, so they must be safe to call concurrently: a const method
+/// that only reads (TensorDataset, FashionMNIST) is; one that moves a shared file
+/// position, fills a cache or draws from a shared generator is not, and must take a
+/// lock or be used with workers(0) or workers(1) (one call at a time).
 class Dataset {
  public:
   virtual ~Dataset() = default;

@@ -1,6 +1,7 @@
 // Reductions, matmul and indexing (with the scatter ops their gradients use).
 #include <kiln/nn/functional.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -314,6 +315,102 @@ std::vector<Case> arg_known(bool max) {
             [arg](const Operands& in) { return Outputs{arg(in[0], 0)}; }, {{70000}})};
 }
 
+// cumsum along each dim, strided inputs, 0-d and empty; integers exact past 2^53.
+std::vector<Case> cumsum_cases() {
+  std::vector<Case> cases;
+  const std::vector<DType> types = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16,
+                                    DType::Int32,   DType::Int64,   DType::UInt8,   DType::Bool};
+  for (DType d : types) {
+    const bool g = d == DType::Float32 || d == DType::Float64;
+    for (int64_t dim : {0, 1, -1}) {
+      Case c;
+      Operand x = operand({3, 4, 5}, d, dim == 1 ? Layout::Transposed : Layout::Contiguous,
+                          d == DType::UInt8 || d == DType::Bool ? 0 : -2, 2, 41);
+      x.requires_grad = g;
+      c.inputs = {x};
+      c.label = describe(x) + " dim " + std::to_string(dim);
+      c.fn = [dim](const Operands& in, const Device&) { return Outputs{in[0].cumsum(dim)}; };
+      c.grad = g;
+      c.tolerance_scale = 4;
+      cases.push_back(c);
+    }
+  }
+  Case empty;
+  empty.inputs = {operand({2, 0}, DType::Float32)};
+  empty.label = "float32 [2,0] dim 1 (empty)";
+  empty.fn = [](const Operands& in, const Device&) { return Outputs{in[0].cumsum(1)}; };
+  cases.push_back(empty);
+  Case check;
+  Operand x = operand({3, 5}, DType::Float64, Layout::Contiguous, -1, 1, 42);
+  x.requires_grad = true;
+  check.inputs = {x};
+  check.label = "float64 [3,5] dim 1 gradcheck";
+  check.fn = [](const Operands& in, const Device&) { return Outputs{in[0].cumsum(1)}; };
+  check.gradcheck = true;
+  cases.push_back(check);
+  const double two53 = 9007199254740992.0;  // 2^53: a float64 sum would stop there
+  cases.push_back(known("int64 exact past 2^53", {operand_of({3}, DType::Int64, {two53, 1, 1})},
+                        [](const Operands& in) { return Outputs{in[0].cumsum(0)}; },
+                        {{two53, two53 /* 2^53 + 1, as a double */, two53 + 2}}));
+  cases.push_back(known(
+      "NaN and inf run on",
+      {operand_of({5}, DType::Float32, {1, std::numeric_limits<double>::infinity(), 2, kNaN, 3})},
+      [](const Operands& in) { return Outputs{in[0].cumsum(0)}; },
+      {{1, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), kNaN,
+        kNaN}}));
+  cases.push_back(known("bool counts", {operand_of({4}, DType::Bool, {1, 0, 1, 1})},
+                        [](const Operands& in) { return Outputs{in[0].cumsum(0)}; },
+                        {{1, 1, 2, 3}}));
+  return cases;
+}
+
+// sort both ways along each dim; ties and NaNs with known answers.
+std::vector<Case> sort_cases() {
+  std::vector<Case> cases;
+  for (DType d :
+       {DType::Float32, DType::Float64, DType::Float16, DType::Int32, DType::Int64, DType::UInt8}) {
+    const bool g = d == DType::Float32 || d == DType::Float64;
+    for (int64_t dim : {0, -1}) {
+      for (bool descending : {false, true}) {
+        Case c;
+        Operand x = operand({4, 9}, d, dim == 0 ? Layout::Strided : Layout::Contiguous,
+                            d == DType::UInt8 ? 0 : -50, 50, 43);
+        x.requires_grad = g;
+        c.inputs = {x};
+        c.label = describe(x) + " dim " + std::to_string(dim) +
+                  (descending ? " descending" : " ascending");
+        c.fn = [dim, descending](const Operands& in, const Device&) {
+          auto [values, indices] = in[0].sort(dim, descending);
+          return Outputs{values, indices};
+        };
+        c.grad = g;
+        cases.push_back(c);
+      }
+    }
+  }
+  const Operand ties = operand_of({8}, DType::Float32, {2, kNaN, 1, 2, -0.0, kNaN, 0, 1});
+  auto sorted = [](bool descending) {
+    return [descending](const Operands& in) {
+      auto [values, indices] = in[0].sort(0, descending);
+      return Outputs{values, indices};
+    };
+  };
+  cases.push_back(known("ties stable, NaN last", {ties}, sorted(false),
+                        {{-0.0, 0, 1, 1, 2, 2, kNaN, kNaN}, {4, 6, 2, 7, 0, 3, 1, 5}}));
+  cases.push_back(known("descending: NaN first, ties stable", {ties}, sorted(true),
+                        {{kNaN, kNaN, 2, 2, 1, 1, -0.0, 0}, {1, 5, 0, 3, 2, 7, 4, 6}}));
+  std::vector<double> long_values(5000);
+  for (size_t i = 0; i < long_values.size(); ++i) long_values[i] = static_cast<double>(i % 7);
+  std::vector<double> long_sorted(long_values), long_index(long_values.size());
+  std::sort(long_sorted.begin(), long_sorted.end());
+  for (size_t i = 0, k = 0; k < 7; ++k)  // stable: value k's positions in order
+    for (size_t j = k; j < long_values.size(); j += 7) long_index[i++] = static_cast<double>(j);
+  cases.push_back(known("[5000] of 7 values, stable",
+                        {operand_of({5000}, DType::Int32, long_values)}, sorted(false),
+                        {long_sorted, long_index}));
+  return cases;
+}
+
 }  // namespace
 
 void add_reduction_suites(std::vector<OpSuite>& suites) {
@@ -343,9 +440,11 @@ void add_reduction_suites(std::vector<OpSuite>& suites) {
   suites.push_back({"kiln.argmax", [] { return with_known(arg_cases(true), arg_known(true)); }});
   suites.push_back({"kiln.argmin", [] { return with_known(arg_cases(false), arg_known(false)); }});
   suites.push_back({"kiln.var", [] { return with_known(var_cases(), var_known()); }});
+  suites.push_back({"kiln.cumsum", cumsum_cases});
   suites.push_back({"kiln.matmul", matmul_cases});
   suites.push_back({"kiln.index_select", [] { return index_select_cases(false); }});
   suites.push_back({"kiln.gather", [] { return gather_cases(false); }});
+  suites.push_back({"kiln.sort", sort_cases});
   suites.push_back({"kiln.index_add", [] { return index_select_cases(true); }});
   suites.push_back({"kiln.scatter_add", [] { return gather_cases(true); }});
 }

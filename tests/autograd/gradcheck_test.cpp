@@ -157,6 +157,34 @@ TEST(Gradcheck, DtypeConversionPassesGradientsBackInTheInputDtype) {
   EXPECT_EQ(a.grad().to_vector<double>(), std::vector<double>(6, 2.0));
 }
 
+// The composite tensor methods and the sort/scan ops (inputs without ties or zeros
+// where those would be kinks).
+TEST(Gradcheck, TensorMethods) {
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].flip({0, 1}); }, input({3, 4}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].roll({1, -2}, {0, 1}); }, input({3, 4}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].repeat({2, 1, 3}); }, input({2, 3}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].tril(1); }, input({3, 4}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].triu(-1); }, input({2, 3, 4}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].diag(1); }, input({3}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].diag(-1); }, input({3, 4}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].std({1}); }, input({3, 4}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].norm(); }, spread({3, 4}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].norm(2, {1}); }, spread({3, 4}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].norm(3, {0}, true); }, spread({3, 4}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].norm(1); }, spread({3, 4}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].cumsum(1); }, input({3, 4}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].cumsum(0); }, input({3, 4}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return std::get<0>(x[0].sort(1, true)); }, spread({3, 4}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return std::get<0>(x[0].topk(2, 0)); }, spread({3, 4}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].masked_select(x[0] > 0.35); }, spread({3, 4}));
+  auto index = kiln::from_vector<int64_t>({0, 2, 0, 1, 1, 2}, {2, 3});
+  EXPECT_GRADCHECK([index](const Inputs& x) { return x[0].scatter_add(1, index, x[1]); },
+                   input({2, 3}), input({2, 4}, -1, 1, 2));
+  auto rows = kiln::from_vector<int64_t>({2, 0, 2});
+  EXPECT_GRADCHECK([rows](const Inputs& x) { return x[0].index_add(0, rows, x[1]); }, input({3, 2}),
+                   input({3, 2}, -1, 1, 3));
+}
+
 TEST(Gradcheck, Matmul) {
   EXPECT_GRADCHECK([](const Inputs& x) { return kiln::matmul(x[0], x[1]); }, input({3, 4}),
                    input({4, 2}));

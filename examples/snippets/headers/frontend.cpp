@@ -225,6 +225,20 @@ void example() {
 }
 }  // namespace io_checkpoint_1
 
+// kiln/indexing.h
+namespace indexing_1 {
+void example(kiln::Tensor x) {
+  using namespace kiln::indexing;
+  auto row = x.index({0});                          // x[0]            (a view)
+  auto block = x.index({Slice(1, 3), Slice()});     // x[1:3, :]       (a view)
+  auto last = x.index({Ellipsis, -1});              // x[..., -1]      (a view)
+  auto grown = x.index({None, Slice()});            // x[None, :]      (a view)
+  auto picked = x.index({kiln::from_vector<int64_t>({2, 0})});  // x[[2, 0]] (a copy)
+  auto positive = x.index({x > 0});                 // x[x > 0]        (a copy, 1-D)
+  x.index_put_({x < 0}, 0.0);                       // x[x < 0] = 0
+}
+}  // namespace indexing_1
+
 // kiln/io/safetensors.h
 namespace io_safetensors_1 {
 void example(const kiln::Tensor& w, const kiln::Tensor& b) {

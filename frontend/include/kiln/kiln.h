@@ -28,6 +28,7 @@
 #include "kiln/dtype.h"
 #include "kiln/error.h"
 #include "kiln/graph.h"
+#include "kiln/indexing.h"
 #include "kiln/io/checkpoint.h"
 #include "kiln/io/safetensors.h"
 #include "kiln/nn.h"

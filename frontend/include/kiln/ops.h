@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kiln/pointwise_ops.h"
@@ -34,6 +35,10 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& condition, const Tensor& a, Scalar b);
 Tensor where(const Tensor& condition, Scalar a, const Tensor& b);
+/// Elementwise tests giving bool tensors (false / true everywhere for integer dtypes).
+Tensor isnan(const Tensor& x);
+Tensor isinf(const Tensor& x);
+Tensor isfinite(const Tensor& x);
 /// True when every element pair satisfies |a - b| <= atol + rtol * |b| (NaNs unequal).
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
 
@@ -46,6 +51,16 @@ Tensor amin(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 Tensor var(const Tensor& x, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false);
+/// Standard deviation: sqrt(var) with the same arguments.
+Tensor std(const Tensor& x, IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false);
+/// The vector p-norm over `dims` (every dim when empty) of a floating tensor: p = 2 by
+/// default, p = 1, p = 0 (count of non-zeros), p = infinity (largest |x|), or any p > 0.
+/// The p = 2 gradient is 0 where the norm is 0, as PyTorch's.
+Tensor norm(const Tensor& x, double p = 2, IntArrayRef dims = {}, bool keepdim = false);
+/// Whether any / every element over `dims` is non-zero (NaN counts as non-zero); bool.
+/// The empty reduction gives false / true.
+Tensor any(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+Tensor all(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
 
 // -- linear algebra -------------------------------------------------------------------
 /// torch.matmul: 1-D·1-D is a dot product, 2-D·2-D a matrix product, and higher
@@ -70,5 +85,59 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 /// torch.gather: y[i][j] = x[index[i][j]][j] for dim 0, and so on.
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+/// A copy of x with src's elements added at `index` along `dim`:
+/// y[index[i][j]][j] += src[i][j] for dim 0 (torch.scatter_add). index and src have x's
+/// rank; index may be smaller than src (the rest of src is unused). Deterministic.
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+/// A copy of x with src's slice i added at position index[i] along `dim`
+/// (torch.index_add); duplicates accumulate. Deterministic.
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+
+// -- sorting, scans and data-dependent selections -----------------------------------
+/// Inclusive prefix sums along `dim`; integer and bool inputs give int64 (exact, in
+/// 64 bits), floats keep their dtype (float32 adds in float64). Differentiable.
+Tensor cumsum(const Tensor& x, int64_t dim);
+/// Sorted values along `dim` and their int64 positions in x. Stable both ways (equal
+/// values keep their order); NaN sorts above every number, as PyTorch's stable sort.
+/// Differentiable in the values.
+std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false);
+/// The positions of sort(x, dim, descending).
+Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
+/// The k largest (or smallest) values along `dim`, sorted, and their positions; ties
+/// keep x's order and NaN counts as the largest.
+std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true);
+// The next ones have an output size that depends on the data: each reads one count
+// back to the host (one synchronisation, a profiler scope "<op>: read the count").
+/// The coordinates of the non-zero elements, int64 [count, x.dim()], in row-major order.
+Tensor nonzero(const Tensor& x);
+/// Same as nonzero (numpy's name).
+Tensor argwhere(const Tensor& x);
+/// One-argument where: nonzero(condition) as one 1-D tensor per dimension.
+std::vector<Tensor> where(const Tensor& condition);
+/// The elements of x where the bool `mask` is true (the two broadcast together), as a
+/// 1-D tensor in row-major order; differentiable in x.
+Tensor masked_select(const Tensor& x, const Tensor& mask);
+/// torch.unique(sorted=True, return_inverse=True, return_counts=True) of the flattened x:
+/// the distinct values ascending (each NaN distinct), the slot of each element of x
+/// (int64, x's shape), and how many elements each value has.
+struct UniqueResult {
+  Tensor values, inverse, counts;
+};
+UniqueResult unique(const Tensor& x);
+
+// -- rearranging (copies, differentiable) ------------------------------------------
+/// Reverses the order along each of `dims`.
+Tensor flip(const Tensor& x, IntArrayRef dims);
+/// Rotates by shifts[i] along dims[i]; without dims, the flattened tensor by one shift.
+Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims = {});
+/// torch.tile: repeats, with reps padded by leading 1s to x's rank (see Tensor::repeat).
+Tensor tile(const Tensor& x, IntArrayRef reps);
+/// The lower / upper triangle of the last two dims: elements with col - row <= k
+/// (tril) or >= k (triu) kept, the rest zero.
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
+/// A 1-D x becomes a square matrix with x on diagonal `diagonal`; a 2-D x gives that
+/// diagonal as a 1-D copy (torch.diag).
+Tensor diag(const Tensor& x, int64_t diagonal = 0);
 
 }  // namespace kiln

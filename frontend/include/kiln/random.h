@@ -37,5 +37,8 @@ Tensor normal(IntArrayRef shape, double mean, double std, TensorOptions options 
 /// another dtype. Throws kiln::Error when low >= high.
 Tensor randint(int64_t low, int64_t high, IntArrayRef shape, TensorOptions options = {});
 Tensor randint(int64_t high, IntArrayRef shape, TensorOptions options = {});
+/// A random permutation of 0..n-1 (int64 unless the options name another integer
+/// dtype), as torch.randperm: the argsort of n float64 uniform draws.
+Tensor randperm(int64_t n, TensorOptions options = {});
 
 }  // namespace kiln

@@ -36,6 +36,9 @@ namespace kiln {
 namespace detail {
 struct TensorImpl;
 }
+namespace indexing {
+class TensorIndex;  // kiln/indexing.h
+}
 namespace autograd {
 class Node;
 }
@@ -212,6 +215,52 @@ class Tensor {
   Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   /// Variance with Bessel's correction by default (correction = 1).
   Tensor var(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
+
+  /// sqrt(var(...)); see kiln::std.
+  Tensor std(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  /// The vector p-norm; see kiln::norm.
+  Tensor norm(double p = 2, IntArrayRef dims = {}, bool keepdim = false) const;
+  /// Bool: any / every element non-zero over `dims`.
+  Tensor any(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor all(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+
+  // -- indexing in libtorch's spelling (kiln/indexing.h) --------------------------------
+  /// x.index({0, Slice(1, 3)}) is Python's x[0, 1:3]: a view for integers, slices,
+  /// None and Ellipsis; a copy when an index is a tensor.
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  /// x[indices] = values (broadcast to the indexed shape, converted to this dtype), or
+  /// += with `accumulate`. With index tensors and no accumulate, a position named
+  /// twice is an error (checked with one host read). Not recorded by autograd.
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values,
+                     bool accumulate = false);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, Scalar value);
+  /// x[i] is select(0, i) (a view); x[t] is index({t}) for an integer or bool tensor.
+  Tensor operator[](int64_t i) const { return select(0, i); }
+  Tensor operator[](const Tensor& index) const;
+
+  // -- sorting and selection (see ops.h) ------------------------------------------------
+  Tensor cumsum(int64_t dim) const;
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false) const;
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true) const;
+  Tensor nonzero() const;
+  Tensor masked_select(const Tensor& mask) const;
+
+  // -- rearranging and accumulating (copies; see ops.h) -------------------------------
+  Tensor flip(IntArrayRef dims) const;
+  Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}) const;
+  /// Repeats the tensor reps[i] times along dim i (torch.Tensor.repeat): reps has at
+  /// least dim() entries, extra leading ones add dimensions. A copy.
+  Tensor repeat(IntArrayRef reps) const;
+  Tensor tile(IntArrayRef reps) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor diag(int64_t diagonal = 0) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& src) const;
 
   Tensor matmul(const Tensor& other) const;
 

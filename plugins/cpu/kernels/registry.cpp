@@ -16,6 +16,7 @@ KernelList build_table() {
   add_indexing_kernels(list);
   add_random_kernels(list);
   add_scatter_kernels(list);
+  add_scan_sort_kernels(list);
   add_conv_kernels(list);
   add_pool_kernels(list);
   add_norm_kernels(list);

@@ -63,6 +63,10 @@ Tensor log_softmax(const Tensor& x, int64_t dim);
 
 /// Rows of weight [V, D] picked by int64 `indices` of any shape → indices.shape + [D].
 Tensor embedding(const Tensor& indices, const Tensor& weight);
+/// int64 class labels of any shape → labels.shape + [num_classes] int64 rows of 0/1.
+/// num_classes -1 takes max(labels) + 1. Labels outside [0, num_classes) throw (this
+/// reads the labels' range back to the host: one synchronisation).
+Tensor one_hot(const Tensor& labels, int64_t num_classes = -1);
 
 // -- losses (input first, target second, as PyTorch) ----------------------------------
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);

@@ -1,0 +1,197 @@
+// Sorting, prefix sums and the data-dependent selections built on them.
+//
+// cumsum and sort are catalogue ops; argsort, topk, nonzero, argwhere, where(cond),
+// masked_select and unique are made of catalogue ops, so they run on every backend.
+// The selections whose output size depends on the data read one count back to the
+// host: that is their one synchronisation, shown in the profiler as a scope named
+// "<op>: read the count (syncs)".
+
+#include <algorithm>
+#include <tuple>
+
+#include "autograd/record.h"
+#include "kiln/autograd.h"
+#include "kiln/ops.h"
+#include "kiln/profiler.h"
+#include "kiln/random.h"
+#include "ops/common.h"
+
+namespace kiln {
+
+namespace ag = detail::autograd_impl;
+using Grads = std::vector<Tensor>;
+using Saved = std::vector<Tensor>;
+
+namespace {
+
+// The number of true elements of a bool tensor: the one host read of a selection.
+int64_t count_true(const Tensor& mask, const char* op) {
+  Tensor total = sum(mask.to(DType::Int64));
+  auto scope = profiler::record_function(std::string(op) + ": read the count (syncs)");
+  return total.item<int64_t>();
+}
+
+// The flat positions (int64, ascending) of the true elements of a bool tensor.
+Tensor true_positions(const Tensor& mask, const char* op) {
+  Tensor flat = mask.reshape({-1});
+  const int64_t n = flat.numel();
+  const int64_t count = count_true(flat, op);
+  const TensorOptions i64 = TensorOptions(DType::Int64).device(mask.device());
+  if (count == 0) return zeros({0}, i64);
+  // Element i (true) goes to slot cumsum(i) - 1; the false ones to a spare slot past
+  // the end, dropped. Each kept slot receives exactly one position.
+  Tensor slot = cumsum(flat, 0) - 1;
+  Tensor dest = where(flat, slot, scalar_tensor(count, i64));
+  return zeros({count + 1}, i64).index_add(0, dest, arange(n, i64)).narrow(0, 0, count);
+}
+
+}  // namespace
+
+// -- scans ------------------------------------------------------------------------------
+
+Tensor cumsum(const Tensor& x, int64_t dim) {
+  detail::impl_of(x, "cumsum");
+  const int64_t rank = std::max<int64_t>(x.dim(), 1);
+  const int64_t d = detail::wrap_dim(dim, rank, "cumsum");
+  Tensor xc = (x.dim() == 0 ? x.reshape({1}) : x).contiguous();
+  const DType out_dtype = is_floating(x.dtype()) ? x.dtype() : DType::Int64;
+  Tensor out = detail::empty_on(xc, xc.shape(), out_dtype);
+  if (out.numel() > 0)
+    detail::dispatch(detail::attrs::cumsum{.dim = d}, {xc.impl().get()}, {out.impl().get()});
+  if (x.dim() == 0) out = out.reshape({});
+  if (ag::needs_grad({&x}))
+    ag::record("CumsumBackward", out, {&x}, {},
+               [d, zero_d = x.dim() == 0](const Saved&, const Tensor& g) -> Grads {
+                 if (zero_d) return {g};
+                 // Each input feeds every later output: the gradient is the reversed cumsum.
+                 return {flip(cumsum(flip(g, {d}), d), {d})};
+               });
+  return out;
+}
+
+// -- sorting ----------------------------------------------------------------------------
+
+std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
+  detail::impl_of(x, "sort");
+  const int64_t rank = std::max<int64_t>(x.dim(), 1);
+  const int64_t d = detail::wrap_dim(dim, rank, "sort");
+  Tensor xc = (x.dim() == 0 ? x.reshape({1}) : x).contiguous();
+  Tensor values = detail::empty_on(xc, xc.shape(), x.dtype());
+  Tensor indices = detail::empty_on(xc, xc.shape(), DType::Int64);
+  if (xc.numel() > 0)
+    detail::dispatch(detail::attrs::sort{.dim = d, .descending = descending ? 1 : 0},
+                     {xc.impl().get()}, {values.impl().get(), indices.impl().get()});
+  if (x.dim() == 0) {
+    values = values.reshape({});
+    indices = indices.reshape({});
+  }
+  if (ag::needs_grad({&x}))
+    ag::record("SortBackward", values, {&x}, {indices},
+               [d, shape = x.shape().vec()](const Saved& s, const Tensor& g) -> Grads {
+                 // Each output came from exactly one input: send its gradient back there.
+                 if (shape.empty()) return {g};
+                 Tensor dx = zeros(shape, TensorOptions(g.dtype()).device(g.device()));
+                 return {dx.scatter_add(d, s[0], g)};
+               });
+  return {values, indices};
+}
+
+Tensor argsort(const Tensor& x, int64_t dim, bool descending) {
+  NoGradGuard no_grad;  // indices only
+  return std::get<1>(sort(x, dim, descending));
+}
+
+std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest) {
+  detail::impl_of(x, "topk");
+  const int64_t rank = std::max<int64_t>(x.dim(), 1);
+  const int64_t d = detail::wrap_dim(dim, rank, "topk");
+  const int64_t size = x.dim() == 0 ? 1 : x.size(d);
+  KILN_CHECK(k >= 0 && k <= size, "topk: k = ", k, " is out of range for dimension ", d,
+             " of shape ", x.shape(), " (0 <= k <= ", size, ")");
+  auto [values, indices] = sort(x, d, largest);
+  if (x.dim() == 0) return {values, indices};
+  return {values.narrow(d, 0, k), indices.narrow(d, 0, k)};
+}
+
+// -- selections -------------------------------------------------------------------------
+
+Tensor nonzero(const Tensor& x) {
+  detail::impl_of(x, "nonzero");
+  Tensor positions = true_positions(x != 0, "nonzero");
+  const int64_t count = positions.size(0);
+  const TensorOptions i64 = TensorOptions(DType::Int64).device(x.device());
+  if (x.dim() == 0) return zeros({count, 0}, i64);
+  // Coordinate d of every element, as a grid of x's shape, picked at the positions.
+  std::vector<Tensor> coords;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    std::vector<int64_t> along(static_cast<size_t>(x.dim()), 1);
+    along[static_cast<size_t>(d)] = x.size(d);
+    Tensor grid = arange(x.size(d), i64).reshape(along).expand(x.shape()).reshape({-1});
+    coords.push_back(index_select(grid, 0, positions));
+  }
+  return stack(coords, 1);
+}
+
+Tensor argwhere(const Tensor& x) { return nonzero(x); }
+
+std::vector<Tensor> where(const Tensor& condition) {
+  detail::impl_of(condition, "where");
+  // A 0-d condition counts as [1] (torch.where(tensor(True)) gives (tensor([0]),)).
+  return nonzero(condition.dim() == 0 ? condition.reshape({1}) : condition).unbind(1);
+}
+
+Tensor masked_select(const Tensor& x, const Tensor& mask) {
+  detail::check_same_device("masked_select", {&x, &mask});
+  KILN_CHECK(mask.dtype() == DType::Bool, "masked_select: the mask must be a bool tensor, got ",
+             mask.dtype());
+  const auto shape = detail::broadcast_shapes(x.shape(), mask.shape(), "masked_select");
+  Tensor positions = true_positions(mask.expand(shape), "masked_select");
+  return index_select(x.expand(shape).reshape({-1}), 0, positions);
+}
+
+UniqueResult unique(const Tensor& x) {
+  detail::impl_of(x, "unique");
+  NoGradGuard no_grad;  // not differentiable, as torch.unique
+  const TensorOptions i64 = TensorOptions(DType::Int64).device(x.device());
+  auto [sorted, order] = sort(x.reshape({-1}), 0, false);
+  const int64_t n = sorted.numel();
+  if (n == 0) return {sorted, zeros(x.shape(), i64), zeros({0}, i64)};
+  // A run starts where a value differs from the one before it (NaN differs from all).
+  Tensor starts = cat({full({1}, true, TensorOptions(DType::Bool).device(x.device())),
+                       sorted.narrow(0, 1, n - 1) != sorted.narrow(0, 0, n - 1)});
+  Tensor group = cumsum(starts, 0) - 1;  // each sorted element's output slot
+  Tensor values = masked_select(sorted, starts);
+  Tensor inverse = zeros({n}, i64).scatter_add(0, order, group).reshape(x.shape());
+  Tensor counts = zeros({values.numel()}, i64).index_add(0, group, ones({n}, i64));
+  return {values, inverse, counts};
+}
+
+Tensor randperm(int64_t n, TensorOptions options) {
+  KILN_CHECK(n >= 0, "randperm: n must be >= 0, got ", n);
+  const DType dtype = options.has_dtype() ? options.dtype() : DType::Int64;
+  KILN_CHECK(is_integral(dtype), "randperm: expects an integer dtype, got ", dtype);
+  const int64_t largest = dtype == DType::UInt8   ? 255
+                          : dtype == DType::Int32 ? INT32_MAX
+                                                  : INT64_MAX;
+  KILN_CHECK(n - 1 <= largest, "randperm: ", n, " positions do not fit ", dtype);
+  Tensor draws =
+      uniform({n}, 0.0, 1.0, TensorOptions(options).dtype(DType::Float64).requires_grad(false));
+  return argsort(draws, 0).to(dtype);
+}
+
+// -- methods --------------------------------------------------------------------------------
+
+Tensor Tensor::cumsum(int64_t dim) const { return kiln::cumsum(*this, dim); }
+std::tuple<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending) const {
+  return kiln::sort(*this, dim, descending);
+}
+Tensor Tensor::argsort(int64_t dim, bool descending) const {
+  return kiln::argsort(*this, dim, descending);
+}
+std::tuple<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest) const {
+  return kiln::topk(*this, k, dim, largest);
+}
+Tensor Tensor::nonzero() const { return kiln::nonzero(*this); }
+Tensor Tensor::masked_select(const Tensor& mask) const { return kiln::masked_select(*this, mask); }
+
+}  // namespace kiln

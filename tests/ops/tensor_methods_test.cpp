@@ -1,0 +1,303 @@
+// The PyTorch-habit tensor methods on every device: predicates, std/norm/any/all,
+// flip/roll/repeat/tile/tril/triu/diag, scatter_add/index_add, cumsum, sort/argsort/
+// topk, nonzero/argwhere/where(cond)/masked_select and unique. Each is checked against
+// a plain-loop float64 reference or, for tie and NaN rules, a table of answers written
+// from PyTorch 1.13's documented behaviour (python3-torch is not installed on the
+// build machine, so the table was not produced by running torch).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/conformance.h"
+
+namespace kiln::test {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+class TensorMethods : public DeviceTest {};
+
+TEST_P(TensorMethods, Predicates) {
+  auto x = make({1, kNaN, kInf, -kInf, 0, -2}, {6});
+  EXPECT_TRUE(matches(x.isnan(), {6}, {0, 1, 0, 0, 0, 0}));
+  EXPECT_TRUE(matches(x.isinf(), {6}, {0, 0, 1, 1, 0, 0}));
+  EXPECT_TRUE(matches(x.isfinite(), {6}, {1, 0, 0, 0, 1, 1}));
+  EXPECT_EQ(x.isnan().dtype(), kbool);
+  auto i = make({1, 2}, {2}, int64);
+  EXPECT_TRUE(matches(i.isnan(), {2}, {0, 0}));
+  EXPECT_TRUE(matches(i.isfinite(), {2}, {1, 1}));
+}
+
+TEST_P(TensorMethods, StdAndNorm) {
+  auto x = random({3, 5}, 7, float64);
+  Ref r = ref_of(x);
+  EXPECT_TRUE(matches(
+      x.std({1}),
+      map_unary(reduce(r, {1}, false, [](const std::vector<double>& v) { return ref_var(v, 1); }),
+                [](double v) { return std::sqrt(v); }),
+      kFloat64Tol));
+  auto norm_ref = [&](double p, Shape dims) {
+    return reduce(r, dims, false, [p](const std::vector<double>& v) {
+      double acc = 0;
+      for (double e : v) {
+        if (std::isinf(p))
+          acc = std::max(acc, std::abs(e));
+        else if (p == 0)
+          acc += e != 0;
+        else
+          acc += std::pow(std::abs(e), p);
+      }
+      return std::isinf(p) || p == 0 ? acc : std::pow(acc, 1 / p);
+    });
+  };
+  for (double p : {2.0, 1.0, 3.0, 0.0, kInf}) {
+    SCOPED_TRACE("p " + std::to_string(p));
+    EXPECT_TRUE(matches(x.norm(p), norm_ref(p, {}), kFloat64Tol));
+    EXPECT_TRUE(matches(x.norm(p, {0}), norm_ref(p, {0}), kFloat64Tol));
+  }
+  EXPECT_KILN_ERROR(make({1, 2}, {2}, int64).norm(), "floating");
+  EXPECT_KILN_ERROR(x.norm(-1), "p must be");
+}
+
+TEST_P(TensorMethods, NormOfZeroHasZeroGradient) {
+  auto x = zeros({3}, opts(float64)).requires_grad_();
+  x.norm().backward();
+  EXPECT_TRUE(matches(x.grad(), {3}, {0, 0, 0}));
+  auto y = make({3, 4}, {2}, float64).requires_grad_();
+  y.norm().backward();
+  EXPECT_TRUE(matches(y.grad(), {2}, {0.6, 0.8}, kFloat64Tol));
+}
+
+TEST_P(TensorMethods, AnyAll) {
+  auto x = make({0, 0, 1, kNaN, 0, 0}, {2, 3});
+  EXPECT_TRUE(matches(x.any(), {}, {1}));
+  EXPECT_TRUE(matches(x.all(), {}, {0}));
+  EXPECT_TRUE(matches(x.any({1}), {2}, {1, 1}));
+  EXPECT_TRUE(matches(x.any({0}), {3}, {1, 0, 1}));
+  EXPECT_TRUE(matches(x.all({0}, true), {1, 3}, {0, 0, 0}));
+  EXPECT_EQ(x.any().dtype(), kbool);
+  auto e = zeros({0, 2}, opts());
+  EXPECT_TRUE(matches(e.any(), {}, {0}));
+  EXPECT_TRUE(matches(e.all(), {}, {1}));
+}
+
+TEST_P(TensorMethods, FlipAndRoll) {
+  auto x = make({0, 1, 2, 3, 4, 5}, {2, 3}, float32, Layout::Transposed);
+  EXPECT_TRUE(matches(x.flip({1}), {2, 3}, {2, 1, 0, 5, 4, 3}));
+  EXPECT_TRUE(matches(x.flip({0, -1}), {2, 3}, {5, 4, 3, 2, 1, 0}));
+  EXPECT_FALSE(x.flip({}).shares_storage_with(x));
+  EXPECT_KILN_ERROR(x.flip({1, -1}), "twice");
+  EXPECT_TRUE(matches(x.roll({1}, {1}), {2, 3}, {2, 0, 1, 5, 3, 4}));
+  EXPECT_TRUE(matches(x.roll({-1, 4}, {0, 1}), {2, 3}, {5, 3, 4, 2, 0, 1}));
+  EXPECT_TRUE(matches(x.roll({2}), {2, 3}, {4, 5, 0, 1, 2, 3}));  // flattened
+  EXPECT_KILN_ERROR(x.roll({1, 2}, {0}), "shift");
+}
+
+TEST_P(TensorMethods, ZeroDimensionalInputs) {
+  auto s = make({3}, {});
+  EXPECT_TRUE(matches(s.flip({0}), {}, {3}));
+  EXPECT_TRUE(matches(s.roll({1}, {0}), {}, {3}));
+  EXPECT_KILN_ERROR(s.flip({1}), "out of range");
+  auto g = make({-4}, {}, float64).requires_grad_();
+  g.norm(2, {0}).backward();
+  EXPECT_TRUE(matches(g.grad(), {}, {-1}));
+  auto coords = where(make({1}, {}, kbool));
+  ASSERT_EQ(coords.size(), 1u);
+  EXPECT_TRUE(matches(coords[0], {1}, {0}));
+}
+
+TEST_P(TensorMethods, NormOfHalfTypesAndOtherP) {
+  auto h = make({300, 400}, {2}, float16);  // 300^2 overflows float16
+  EXPECT_TRUE(matches(h.norm(), {}, {500}, kFloat16Tol));
+  EXPECT_EQ(h.norm().dtype(), float16);
+  auto z = zeros({3}, opts(float64)).requires_grad_();
+  z.norm(3).backward();  // PyTorch's subgradient: 0, not NaN
+  EXPECT_TRUE(matches(z.grad(), {3}, {0, 0, 0}));
+  auto w = make({0, 2}, {2}, float64).requires_grad_();
+  w.norm(0.5).backward();  // 0 < p < 1: 0 at the zero element, not inf
+  EXPECT_TRUE(matches(w.grad(), {2}, {0, 1}, kFloat64Tol));
+}
+
+TEST_P(TensorMethods, OneHotAndRandperm) {
+  namespace F = kiln::nn::functional;
+  auto labels = make({2, 0, 1}, {3}, int64);
+  EXPECT_TRUE(matches(F::one_hot(labels), {3, 3}, {0, 0, 1, 1, 0, 0, 0, 1, 0}));
+  EXPECT_EQ(F::one_hot(labels, 4).shape(), IntArrayRef({3, 4}));
+  EXPECT_KILN_ERROR(F::one_hot(labels, 2), "outside the classes");
+  EXPECT_KILN_ERROR(F::one_hot(make({-1}, {1}, int64), 3), "outside the classes");
+  EXPECT_KILN_ERROR(F::one_hot(zeros({0}, opts(int64))), "empty labels");
+  manual_seed(5);
+  auto p = randperm(50, opts(int64));
+  auto sorted = p.to_vector<int64_t>();
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> expected(50);
+  for (int64_t i = 0; i < 50; ++i) expected[static_cast<size_t>(i)] = i;
+  EXPECT_EQ(sorted, expected);
+  EXPECT_NE(p.to_vector<int64_t>(), expected);  // 1 chance in 50! to be the identity
+  EXPECT_KILN_ERROR(randperm(300, opts(uint8)), "do not fit");
+  EXPECT_KILN_ERROR(randperm(3, opts(float32)), "integer dtype");
+}
+
+TEST_P(TensorMethods, RepeatAndTile) {
+  auto x = make({1, 2, 3}, {3});
+  EXPECT_TRUE(matches(x.repeat({2}), {6}, {1, 2, 3, 1, 2, 3}));
+  EXPECT_TRUE(matches(x.repeat({2, 2}), {2, 6}, {1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3}));
+  auto m = make({1, 2, 3, 4}, {2, 2});
+  EXPECT_TRUE(matches(m.repeat({1, 2}), {2, 4}, {1, 2, 1, 2, 3, 4, 3, 4}));
+  EXPECT_TRUE(matches(m.repeat({2, 1}), {4, 2}, {1, 2, 3, 4, 1, 2, 3, 4}));
+  EXPECT_TRUE(matches(m.tile({2}), {2, 4}, {1, 2, 1, 2, 3, 4, 3, 4}));  // reps padded to [1, 2]
+  EXPECT_EQ(m.repeat({0, 3}).shape(), IntArrayRef({0, 6}));
+  EXPECT_KILN_ERROR(m.repeat({2}), "at least one per dimension");
+  EXPECT_KILN_ERROR(m.repeat({2, -1}), ">= 0");
+}
+
+TEST_P(TensorMethods, TriangleAndDiagonal) {
+  auto x = random({2, 3, 4}, 9);
+  Ref r = ref_of(x);
+  for (int64_t k : {-1, 0, 2}) {
+    SCOPED_TRACE("k " + std::to_string(k));
+    Ref lower = r, upper = r;
+    for_each_index(r.shape, [&](const Shape& i, int64_t linear) {
+      if (i[2] - i[1] > k) lower.values[static_cast<size_t>(linear)] = 0;
+      if (i[2] - i[1] < k) upper.values[static_cast<size_t>(linear)] = 0;
+    });
+    EXPECT_TRUE(matches(x.tril(k), lower, kExact));
+    EXPECT_TRUE(matches(x.triu(k), upper, kExact));
+  }
+  auto m = make({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4});
+  EXPECT_TRUE(matches(m.diag(), {3}, {0, 5, 10}));
+  EXPECT_TRUE(matches(m.diag(1), {3}, {1, 6, 11}));
+  EXPECT_TRUE(matches(m.diag(3), {1}, {3}));
+  EXPECT_TRUE(matches(m.diag(-2), {1}, {8}));
+  EXPECT_EQ(m.diag(5).numel(), 0);
+  auto v = make({1, 2}, {2});
+  EXPECT_TRUE(matches(v.diag(), {2, 2}, {1, 0, 0, 2}));
+  EXPECT_TRUE(matches(v.diag(1), {3, 3}, {0, 1, 0, 0, 0, 2, 0, 0, 0}));
+  EXPECT_TRUE(matches(v.diag(-1), {3, 3}, {0, 0, 0, 1, 0, 0, 0, 2, 0}));
+  EXPECT_KILN_ERROR(x.diag(), "1-D or 2-D");
+  EXPECT_KILN_ERROR(v.tril(), "at least 2");
+}
+
+TEST_P(TensorMethods, ScatterAddAndIndexAdd) {
+  auto x = make({1, 1, 1, 1, 1, 1}, {2, 3});
+  auto index = make({0, 1, 0, 1, 1, 1}, {2, 3}, int64);
+  auto src = make({1, 2, 3, 4, 5, 6, 7, 8}, {2, 4});
+  // y[index[i][j]][j] += src[i][j] (dim 0); src's last column is unused.
+  EXPECT_TRUE(matches(x.scatter_add(0, index, src), {2, 3}, {2, 1, 4, 6, 9, 8}));
+  EXPECT_TRUE(matches(x, {2, 3}, {1, 1, 1, 1, 1, 1}));  // out of place
+  EXPECT_KILN_ERROR(x.scatter_add(0, make({2, 0}, {1, 2}, int64), src), "out of range");
+  EXPECT_KILN_ERROR(x.scatter_add(0, index.to(float32), src), "int64 or int32");
+  auto rows = make({0, 2, 0}, {3}, int64);
+  auto s = make({1, 2, 3, 4, 5, 6}, {3, 2});
+  auto base = zeros({3, 2}, opts());
+  EXPECT_TRUE(matches(base.index_add(0, rows, s), {3, 2}, {6, 8, 0, 0, 3, 4}));
+  EXPECT_KILN_ERROR(base.index_add(0, rows, make({1, 2}, {1, 2})), "one slice per index");
+}
+
+TEST_P(TensorMethods, CumsumIsExactForIntegers) {
+  const double big = 4611686018427387904.0;  // 2^62
+  auto i = make({big, 1, 1, -3}, {4}, int64);
+  auto c = i.cumsum(0);
+  EXPECT_EQ(c.dtype(), int64);
+  EXPECT_EQ(c.to_vector<int64_t>(),
+            (std::vector<int64_t>{int64_t{1} << 62, (int64_t{1} << 62) + 1, (int64_t{1} << 62) + 2,
+                                  (int64_t{1} << 62) - 1}));
+  EXPECT_EQ(make({1, 2, 3}, {3}, int32).cumsum(0).dtype(), int64);
+  EXPECT_TRUE(matches(make({1, 0, 1}, {3}, kbool).cumsum(0), {3}, {1, 1, 2}));
+  auto f = random({3, 4}, 11, float64, Layout::Transposed);
+  Ref expected = ref_of(f);
+  for (int64_t row = 0; row < 3; ++row)
+    for (int64_t col = 1; col < 4; ++col)
+      expected.values[static_cast<size_t>(row * 4 + col)] +=
+          expected.values[static_cast<size_t>(row * 4 + col - 1)];
+  EXPECT_TRUE(matches(f.cumsum(1), expected, kFloat64Tol));
+  EXPECT_TRUE(matches(make({5}, {}).cumsum(0), {}, {5}));
+  EXPECT_KILN_ERROR(f.cumsum(2), "dim");
+}
+
+TEST_P(TensorMethods, SortTiesAndNaN) {
+  // torch.sort(stable=True) rules: ties in input order, NaN above every number.
+  auto x = make({3, kNaN, 1, 3, -1, kNaN, 1}, {7});
+  auto [v, i] = x.sort();
+  EXPECT_TRUE(matches(v, {7}, {-1, 1, 1, 3, 3, kNaN, kNaN}));
+  EXPECT_EQ(i.to_vector<int64_t>(), (std::vector<int64_t>{4, 2, 6, 0, 3, 1, 5}));
+  auto [vd, id] = x.sort(0, true);
+  EXPECT_TRUE(matches(vd, {7}, {kNaN, kNaN, 3, 3, 1, 1, -1}));
+  EXPECT_EQ(id.to_vector<int64_t>(), (std::vector<int64_t>{1, 5, 0, 3, 2, 6, 4}));
+  EXPECT_EQ(x.argsort().to_vector<int64_t>(), i.to_vector<int64_t>());
+  auto [tv, ti] = x.topk(3);
+  EXPECT_TRUE(matches(tv, {3}, {kNaN, kNaN, 3}));
+  EXPECT_EQ(ti.to_vector<int64_t>(), (std::vector<int64_t>{1, 5, 0}));
+  auto [sv, si] = x.topk(2, 0, /*largest=*/false);
+  EXPECT_TRUE(matches(sv, {2}, {-1, 1}));
+  EXPECT_EQ(si.to_vector<int64_t>(), (std::vector<int64_t>{4, 2}));
+  EXPECT_KILN_ERROR(x.topk(8), "out of range");
+}
+
+TEST_P(TensorMethods, SortAlongEveryDimMatchesReference) {
+  auto x = random({3, 4, 5}, 12, float32, Layout::Transposed);
+  Ref r = ref_of(x);
+  for (int64_t dim : {0, 1, 2}) {
+    SCOPED_TRACE("dim " + std::to_string(dim));
+    auto [v, i] = x.sort(dim);
+    // Each line ascending, and values == x gathered at the indices.
+    EXPECT_TRUE(matches(v, ref_gather(r, dim, ref_of(i)), kExact));
+    Ref vr = ref_of(v);
+    for_each_index(vr.shape, [&](const Shape& at, int64_t) {
+      if (at[static_cast<size_t>(dim)] == 0) return;
+      Shape before = at;
+      --before[static_cast<size_t>(dim)];
+      EXPECT_LE(vr.at(before), vr.at(at));
+    });
+  }
+}
+
+TEST_P(TensorMethods, NonzeroAndMasks) {
+  auto x = make({0, 2, 0, 3, 0, -1}, {2, 3});
+  EXPECT_TRUE(matches(x.nonzero(), {3, 2}, {0, 1, 1, 0, 1, 2}));
+  EXPECT_TRUE(matches(argwhere(x), {3, 2}, {0, 1, 1, 0, 1, 2}));
+  auto coords = where(x != 0);
+  ASSERT_EQ(coords.size(), 2u);
+  EXPECT_TRUE(matches(coords[0], {3}, {0, 1, 1}));
+  EXPECT_TRUE(matches(coords[1], {3}, {1, 0, 2}));
+  EXPECT_EQ(zeros({2, 3}, opts()).nonzero().shape(), IntArrayRef({0, 2}));
+  EXPECT_EQ(ones({2, 2}, opts()).nonzero().size(0), 4);
+  auto mask = x > 0;
+  EXPECT_TRUE(matches(x.masked_select(mask), {2}, {2, 3}));
+  EXPECT_TRUE(matches(x.masked_select(x == 100), {0}, {}));                 // empty mask
+  EXPECT_TRUE(matches(x.masked_select(x == x), {6}, {0, 2, 0, 3, 0, -1}));  // full mask
+  auto columns = make({1, 0, 1}, {3}, kbool);                               // broadcast over rows
+  EXPECT_TRUE(matches(x.masked_select(columns), {4}, {0, 0, 3, -1}));
+  EXPECT_KILN_ERROR(x.masked_select(x), "bool");
+}
+
+TEST_P(TensorMethods, Unique) {
+  auto x = make({3, 1, 3, kNaN, 2, 1}, {2, 3});
+  auto [values, inverse, counts] = unique(x);
+  EXPECT_TRUE(matches(values, {4}, {1, 2, 3, kNaN}));
+  EXPECT_TRUE(matches(inverse, {2, 3}, {2, 0, 2, 3, 1, 0}));
+  EXPECT_TRUE(matches(counts, {4}, {2, 1, 2, 1}));
+  auto ints = make({5, 5, 5}, {3}, int32);
+  EXPECT_TRUE(matches(unique(ints).values, {1}, {5}));
+  EXPECT_EQ(unique(zeros({0}, opts())).values.numel(), 0);
+}
+
+TEST_P(TensorMethods, GradientsFlowToTheInput) {
+  auto x = random({3, 4}, 13, float64).requires_grad_();
+  auto picked = x.masked_select(x > 0);
+  picked.sum().backward();
+  EXPECT_TRUE(
+      matches(x.grad(), map_unary(ref_of(x), [](double v) { return v > 0 ? 1.0 : 0.0; }), kExact));
+  auto y = random({5}, 14, float64).requires_grad_();
+  auto [top, where_top] = y.topk(2);
+  top.sum().backward();
+  std::vector<double> expected(5, 0);
+  for (int64_t k : where_top.to_vector<int64_t>()) expected[static_cast<size_t>(k)] = 1;
+  EXPECT_TRUE(matches(y.grad(), {5}, expected));
+}
+
+KILN_INSTANTIATE_FOR_EVERY_DEVICE(TensorMethods);
+
+}  // namespace
+}  // namespace kiln::test

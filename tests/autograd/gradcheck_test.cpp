@@ -180,6 +180,28 @@ TEST(Gradcheck, TensorMethods) {
   auto index = kiln::from_vector<int64_t>({0, 2, 0, 1, 1, 2}, {2, 3});
   EXPECT_GRADCHECK([index](const Inputs& x) { return x[0].scatter_add(1, index, x[1]); },
                    input({2, 3}), input({2, 4}, -1, 1, 2));
+  EXPECT_GRADCHECK(
+      [](const Inputs& x) {
+        return kiln::einsum("bij,bjk->bik", {x[0], x[1]});
+      },
+      input({2, 2, 3}), input({2, 3, 2}, -1, 1, 2));
+  EXPECT_GRADCHECK([](const Inputs& x) { return kiln::einsum("ii->", {x[0]}); }, input({3, 3}));
+  EXPECT_GRADCHECK(
+      [](const Inputs& x) {
+        return kiln::einsum("ij,j,jk->ik", {x[0], x[1], x[2]});
+      },
+      input({2, 3}), input({3}, -1, 1, 2), input({3, 2}, -1, 1, 3));
+  EXPECT_GRADCHECK(
+      [](const Inputs& x) {
+        return F::pad(x[0], {2, 1}, "reflect");
+      },
+      input({1, 2, 4}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return F::pad(x[0], {1, 1, -1, 2}); }, input({1, 3, 4}));
+  EXPECT_GRADCHECK(
+      [](const Inputs& x) {
+        return F::interpolate(x[0], {3, 5}, "bilinear");
+      },
+      input({1, 2, 2, 3}));
   auto rows = kiln::from_vector<int64_t>({2, 0, 2});
   EXPECT_GRADCHECK([rows](const Inputs& x) { return x[0].index_add(0, rows, x[1]); }, input({3, 2}),
                    input({3, 2}, -1, 1, 3));

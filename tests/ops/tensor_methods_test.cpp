@@ -1,9 +1,11 @@
 // The PyTorch-habit tensor methods on every device: predicates, std/norm/any/all,
 // flip/roll/repeat/tile/tril/triu/diag, scatter_add/index_add, cumsum, sort/argsort/
-// topk, nonzero/argwhere/where(cond)/masked_select and unique. Each is checked against
-// a plain-loop float64 reference or, for tie and NaN rules, a table of answers written
-// from PyTorch 1.13's documented behaviour (python3-torch is not installed on the
-// build machine, so the table was not produced by running torch).
+// topk, nonzero/argwhere/where(cond)/masked_select, unique, einsum, F::pad and
+// F::interpolate. Each is checked against a plain-loop float64 reference or against
+// answers printed by Debian's python3-torch 1.13.1 for the same cases
+// (tests/ops/pytorch_reference.py, run by hand on 2026-11-26). Two differences are
+// Kiln's choice: topk keeps input order among ties (PyTorch's is unspecified), and
+// unique sorts NaN last with a count of its own.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -295,6 +297,68 @@ TEST_P(TensorMethods, GradientsFlowToTheInput) {
   std::vector<double> expected(5, 0);
   for (int64_t k : where_top.to_vector<int64_t>()) expected[static_cast<size_t>(k)] = 1;
   EXPECT_TRUE(matches(y.grad(), {5}, expected));
+}
+
+TEST_P(TensorMethods, EinsumMatchesTheOpsItStandsFor) {
+  auto a = random({3, 4}, 21, float64), b = random({4, 5}, 22, float64);
+  auto c = random({5, 2}, 23, float64), v = random({4}, 24, float64);
+  auto sq = random({4, 4}, 25, float64);
+  auto ba = random({2, 3, 4}, 26, float64), bb = random({2, 4, 5}, 27, float64);
+  EXPECT_TRUE(matches(einsum("ij,jk->ik", {a, b}), ref_of(matmul(a, b)), kFloat64Tol));
+  EXPECT_TRUE(matches(einsum("ij,jk", {a, b}), ref_of(matmul(a, b)), kFloat64Tol));  // implicit
+  EXPECT_TRUE(matches(einsum("bij,bjk->bik", {ba, bb}), ref_of(matmul(ba, bb)), kFloat64Tol));
+  EXPECT_TRUE(
+      matches(einsum("ij,jk,kl->il", {a, b, c}), ref_of(matmul(matmul(a, b), c)), kFloat64Tol));
+  EXPECT_TRUE(matches(einsum("i,j->ij", {v, v}), ref_of(v.unsqueeze(1) * v), kFloat64Tol));
+  EXPECT_TRUE(matches(einsum("i,i->", {v, v}), ref_of((v * v).sum()), kFloat64Tol));
+  EXPECT_TRUE(matches(einsum("ii->", {sq}), ref_of(sq.diag().sum()), kFloat64Tol));
+  EXPECT_TRUE(matches(einsum("ii->i", {sq}), ref_of(sq.diag()), kExact));
+  EXPECT_TRUE(matches(einsum("ij->ji", {a}), ref_of(a.t()), kExact));
+  EXPECT_TRUE(matches(einsum("ij->j", {a}), ref_of(a.sum({0})), kFloat64Tol));
+  EXPECT_TRUE(matches(einsum("i j -> ", {a}), ref_of(a.sum()), kFloat64Tol));
+  EXPECT_TRUE(matches(einsum("bij->bji", {ba}), ref_of(ba.transpose(1, 2)), kExact));
+  EXPECT_KILN_ERROR(einsum("ij,jk->ik", {a}), "2 operands");
+  EXPECT_KILN_ERROR(einsum("ijk->i", {a}), "3 labels");
+  EXPECT_KILN_ERROR(einsum("ij,jk->ik", {a, a}), "sizes 4 and 3");
+  EXPECT_KILN_ERROR(einsum("ij->iz", {a}), "in no operand");
+  EXPECT_KILN_ERROR(einsum("ij->ii", {a}), "twice");
+  EXPECT_KILN_ERROR(einsum("...ij->ij", {a}), "ellipsis");
+  EXPECT_KILN_ERROR(einsum("i1->i", {v}), "not a letter");
+}
+
+TEST_P(TensorMethods, Pad) {
+  namespace F = kiln::nn::functional;
+  auto x = make({1, 2, 3, 4, 5, 6}, {1, 2, 3});
+  EXPECT_TRUE(matches(F::pad(x, {1, 2}), {1, 2, 6}, {0, 1, 2, 3, 0, 0, 0, 4, 5, 6, 0, 0}));
+  EXPECT_TRUE(matches(F::pad(x, {0, 1, 1, 0}, "constant", 9), {1, 3, 4},
+                      {9, 9, 9, 9, 1, 2, 3, 9, 4, 5, 6, 9}));
+  EXPECT_TRUE(matches(F::pad(x, {-1, 0}), {1, 2, 2}, {2, 3, 5, 6}));  // crops
+  auto r = make({1, 2, 3, 4}, {1, 1, 4});
+  EXPECT_TRUE(matches(F::pad(r, {2, 1}, "reflect"), {1, 1, 7}, {3, 2, 1, 2, 3, 4, 3}));
+  EXPECT_TRUE(matches(F::pad(r, {2, 1}, "replicate"), {1, 1, 7}, {1, 1, 1, 2, 3, 4, 4}));
+  EXPECT_TRUE(matches(F::pad(r, {1, 2}, "circular"), {1, 1, 7}, {4, 1, 2, 3, 4, 1, 2}));
+  EXPECT_KILN_ERROR(F::pad(r, {4, 0}, "reflect"), "smaller than");
+  EXPECT_KILN_ERROR(F::pad(r, {1}), "pairs");
+  EXPECT_KILN_ERROR(F::pad(r, {1, 1}, "mirror"), "mode");
+  EXPECT_KILN_ERROR(F::pad(r, {-5, 0}), "below zero");
+}
+
+TEST_P(TensorMethods, Interpolate) {
+  namespace F = kiln::nn::functional;
+  auto x = make({0, 1, 2, 3}, {1, 1, 4});
+  EXPECT_TRUE(matches(F::interpolate(x, {8}), {1, 1, 8}, {0, 0, 1, 1, 2, 2, 3, 3}));
+  EXPECT_TRUE(matches(F::interpolate(x, {2}), {1, 1, 2}, {0, 2}));
+  auto two = make({0, 10}, {1, 1, 2});
+  EXPECT_TRUE(matches(F::interpolate(two, {4}, "linear"), {1, 1, 4}, {0, 2.5, 7.5, 10}));
+  EXPECT_TRUE(matches(F::interpolate(two, {3}, "linear", true), {1, 1, 3}, {0, 5, 10}));
+  auto img = make({0, 1, 2, 3}, {1, 1, 2, 2});
+  EXPECT_TRUE(matches(F::interpolate(img, {3, 3}, "bilinear", true), {1, 1, 3, 3},
+                      {0, 0.5, 1, 1, 1.5, 2, 2, 2.5, 3}));
+  EXPECT_TRUE(matches(F::interpolate(img, {4, 4}), {1, 1, 4, 4},
+                      {0, 0, 1, 1, 0, 0, 1, 1, 2, 2, 3, 3, 2, 2, 3, 3}));
+  EXPECT_KILN_ERROR(F::interpolate(img, {3, 3}, "linear"), "spatial");
+  EXPECT_KILN_ERROR(F::interpolate(img, {3}), "one output size per spatial");
+  EXPECT_KILN_ERROR(F::interpolate(img, {3, 3}, "cubic"), "mode");
 }
 
 KILN_INSTANTIATE_FOR_EVERY_DEVICE(TensorMethods);

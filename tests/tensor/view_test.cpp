@@ -229,7 +229,8 @@ std::vector<int64_t> lengths(const std::vector<Tensor>& pieces, int64_t dim) {
 }
 
 TEST(Views, ChunkSplitAndUnbindGivePyTorchsPieces) {
-  // Piece lengths as torch.chunk / torch.split give them (PyTorch 1.13).
+  // Piece lengths as torch.chunk / torch.split give them (printed by Debian's
+  // python3-torch 1.13.1 for these cases on 2026-11-26).
   struct Case {
     int64_t n, k;
     std::vector<int64_t> chunk, split;

@@ -66,6 +66,11 @@ Tensor all(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
 /// torch.matmul: 1-D·1-D is a dot product, 2-D·2-D a matrix product, and higher
 /// ranks are batched with broadcasting of the batch dimensions.
 Tensor matmul(const Tensor& a, const Tensor& b);
+/// Einstein summation, torch.einsum: "ij,jk->ik" (matmul), "bij,bjk->bik", "i,j->ij"
+/// (outer), "ii->" (trace), "ij->ji"; without "->" the output is the labels used once,
+/// in alphabetical order. Letters only ("..." is not supported); shared labels must
+/// have equal sizes. Made of matmul, sum, permute and index_select: differentiable.
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 
 /// How precise float32 matrix products (matmul and convolutions) must be, with
 /// PyTorch's names: "highest" (full float32, the default), "high" (a backend may

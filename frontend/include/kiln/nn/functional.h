@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "kiln/tensor.h"
 
@@ -63,6 +64,17 @@ Tensor log_softmax(const Tensor& x, int64_t dim);
 
 /// Rows of weight [V, D] picked by int64 `indices` of any shape → indices.shape + [D].
 Tensor embedding(const Tensor& indices, const Tensor& weight);
+/// torch.nn.functional.pad: `padding` holds (before, after) pairs from the last
+/// dimension backwards. "constant" fills with `value` (negative padding crops);
+/// "reflect" (padding below the size), "replicate" and "circular" take the edge
+/// values and leave the first dimension (the batch) alone. Differentiable.
+Tensor pad(const Tensor& x, IntArrayRef padding, const std::string& mode = "constant",
+           double value = 0);
+/// Resamples the spatial dimensions of [N, C, ...] to `size`: "nearest" (PyTorch's
+/// rule, source floor(i · in / out)), "linear" (one spatial dimension) or "bilinear"
+/// (two), with PyTorch's align_corners. Differentiable.
+Tensor interpolate(const Tensor& x, IntArrayRef size, const std::string& mode = "nearest",
+                   bool align_corners = false);
 /// int64 class labels of any shape → labels.shape + [num_classes] int64 rows of 0/1.
 /// num_classes -1 takes max(labels) + 1. Labels outside [0, num_classes) throw (this
 /// reads the labels' range back to the host: one synchronisation).

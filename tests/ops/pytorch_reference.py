@@ -1,0 +1,48 @@
+# The PyTorch side of the tensor-method and indexing tests (tests/ops/tensor_methods_test.cpp,
+# tests/ops/indexing_test.cpp): the same cases run with Debian's python3-torch 1.13.1, by hand
+# (/usr/bin/python3 tests/ops/pytorch_reference.py); the C++ tests hold the values it prints.
+# Where Kiln differs on purpose the C++ test says so: topk keeps input order among ties
+# (PyTorch leaves it unspecified: it prints [1, 5, 3]), and unique sorts NaN last with its
+# own count (PyTorch 1.13 on the CPU prints [1, 2, nan, 3] with counts [2, 1, 0, 2]).
+import torch, math
+nan=float('nan')
+def show(name, t): print(name, t.tolist() if isinstance(t, torch.Tensor) else t)
+x=torch.tensor([3,nan,1,3,-1,nan,1])
+v,i=torch.sort(x,stable=True); show('sort v',v); show('sort i',i)
+v,i=torch.sort(x,stable=True,descending=True); show('sortd v',v); show('sortd i',i)
+v,i=torch.topk(x,3); show('topk v',v); show('topk i',i)
+v,i=torch.topk(x,2,largest=False); show('topk small v',v); show('topk small i',i)
+t=torch.tensor([2,nan,1,2,-0.0,nan,0,1]); v,i=torch.sort(t,stable=True); show('ties v',v); show('ties i',i)
+v,i=torch.sort(t,stable=True,descending=True); show('tiesd v',v); show('tiesd i',i)
+u=torch.tensor([[3,1,3],[nan,2,1]]); r=torch.unique(u,return_inverse=True,return_counts=True); show('unique',[a.tolist() for a in r])
+a=torch.tensor([[0.,2,0],[3,0,-1]]); show('nonzero',torch.nonzero(a)); show('where',[w.tolist() for w in torch.where(a!=0)])
+show('masked cols', a.masked_select(torch.tensor([True,False,True])))
+X=torch.arange(24.).reshape(2,3,4)
+show('X[None,0,1::2]', X[None,0,1::2]); show('X[1,-2:,::3]', X[1,-2:,::3])
+show('X[:,[0,2],[3,1]]', X[:,[0,2],[3,1]]); show('X[[1,0],:,[0,3]]', X[[1,0],:,[0,3]])
+ii=torch.tensor([[0],[1]]); jj=torch.tensor([0,2]); show('X[i,:,j] shape', list(X[ii,:,jj].shape)); show('X[i,:,j]', X[ii,:,jj])
+show('X[0,:,[1,2]]', X[0,:,[1,2]])
+corners=torch.zeros(3,4,dtype=torch.bool); corners[0,0]=corners[0,3]=corners[2,0]=True; show('X[:,corners]', X[:,corners])
+z=torch.zeros(3,4); z[torch.tensor([2,0])]=torch.tensor([1.,2,3,4]); z.index_put_((torch.tensor([0,0,1]),), torch.ones(3,4), accumulate=True); show('z acc', z)
+z[torch.tensor([0,2]), torch.tensor([3,0])]=torch.tensor([7.,8]); show('z pair', z)
+show('cumsum int', torch.tensor([2**62,1,1,-3]).cumsum(0)); show('cumsum int32 dtype', str(torch.tensor([1,2],dtype=torch.int32).cumsum(0).dtype))
+show('cumsum bool', torch.tensor([True,False,True,True]).cumsum(0))
+show('cumsum nan inf', torch.tensor([1,math.inf,2,nan,3]).cumsum(0))
+r=torch.tensor([1.,2,3,4]).reshape(1,1,4); F=torch.nn.functional
+show('reflect', F.pad(r,(2,1),'reflect')); show('replicate', F.pad(r,(2,1),'replicate')); show('circular', F.pad(r,(1,2),'circular'))
+xx=torch.tensor([1.,2,3,4,5,6]).reshape(1,2,3); show('const', F.pad(xx,(1,2))); show('const2', F.pad(xx,(0,1,1,0),value=9)); show('crop', F.pad(xx,(-1,0)))
+q=torch.tensor([0.,1,2,3]).reshape(1,1,4); show('nearest8', F.interpolate(q,size=8)); show('nearest2', F.interpolate(q,size=2))
+two=torch.tensor([0.,10]).reshape(1,1,2); show('linear4', F.interpolate(two,size=4,mode='linear')); show('linear3ac', F.interpolate(two,size=3,mode='linear',align_corners=True))
+img=torch.tensor([0.,1,2,3]).reshape(1,1,2,2); show('bilin', F.interpolate(img,size=(3,3),mode='bilinear',align_corners=True)); show('near44', F.interpolate(img,size=(4,4)))
+m=torch.arange(12.).reshape(3,4); show('diag', [m.diag().tolist(), m.diag(1).tolist(), m.diag(3).tolist(), m.diag(-2).tolist()])
+vv=torch.tensor([1.,2]); show('diagv', [vv.diag().tolist(), vv.diag(1).tolist(), vv.diag(-1).tolist()])
+y=torch.tensor([0.,1,2,3,4,5]).reshape(2,3); show('roll', [y.roll(1,1).tolist(), y.roll((-1,4),(0,1)).tolist(), y.roll(2).tolist()])
+show('repeat', [torch.tensor([1,2,3]).repeat(2,2).tolist(), torch.tensor([[1,2],[3,4]]).tile((2,)).tolist()])
+g=torch.zeros(3,dtype=torch.float64,requires_grad=True); g.norm().backward(); show('norm0 grad', g.grad)
+g=torch.zeros(3,dtype=torch.float64,requires_grad=True); g.norm(3).backward(); show('norm3 0 grad', g.grad)
+w=torch.tensor([0.,2],dtype=torch.float64,requires_grad=True); w.norm(0.5).backward(); show('norm.5 grad', w.grad)
+show('one_hot', F.one_hot(torch.tensor([2,0,1])))
+ax=torch.tensor([[0,0,1],[nan,0,0]]); show('any', [ax.any().item(), ax.all().item(), ax.any(1).tolist(), ax.any(0).tolist()])
+xs=torch.ones(2,3); show('scatter_add', xs.scatter_add(0, torch.tensor([[0,1,0],[1,1,1]]), torch.tensor([[1.,2,3,4],[5,6,7,8]])))
+show('index_add', torch.zeros(3,2).index_add(0, torch.tensor([0,2,0]), torch.tensor([[1.,2],[3,4],[5,6]])))
+show('where0d', [t.tolist() for t in torch.where(torch.tensor(True))])

@@ -159,21 +159,21 @@ Tensor tile(const Tensor& x, IntArrayRef reps) {
   return x.repeat(r);
 }
 
-Tensor tril(const Tensor& x, int64_t diagonal) {
-  detail::impl_of(x, "tril");
-  KILN_CHECK(x.dim() >= 2, "tril: expects at least 2 dimensions, got shape ", x.shape());
-  Tensor rows = positions(x, 0, x.size(-2)).unsqueeze(1);
-  Tensor cols = positions(x, 0, x.size(-1));
-  return masked_fill(x, (cols - rows) > diagonal, 0);
+namespace {
+
+// Zeroes the last two dims' elements outside the triangle: col - row <= k (lower) or
+// col - row >= k (upper).
+Tensor triangle(const Tensor& x, int64_t diagonal, bool lower, const char* op) {
+  detail::impl_of(x, op);
+  KILN_CHECK(x.dim() >= 2, op, ": expects at least 2 dimensions, got shape ", x.shape());
+  Tensor offset = positions(x, 0, x.size(-1)) - positions(x, 0, x.size(-2)).unsqueeze(1);
+  return masked_fill(x, lower ? offset > diagonal : offset < diagonal, 0);
 }
 
-Tensor triu(const Tensor& x, int64_t diagonal) {
-  detail::impl_of(x, "triu");
-  KILN_CHECK(x.dim() >= 2, "triu: expects at least 2 dimensions, got shape ", x.shape());
-  Tensor rows = positions(x, 0, x.size(-2)).unsqueeze(1);
-  Tensor cols = positions(x, 0, x.size(-1));
-  return masked_fill(x, (cols - rows) < diagonal, 0);
-}
+}  // namespace
+
+Tensor tril(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, true, "tril"); }
+Tensor triu(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, false, "triu"); }
 
 Tensor diag(const Tensor& x, int64_t diagonal) {
   detail::impl_of(x, "diag");

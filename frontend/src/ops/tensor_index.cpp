@@ -233,26 +233,26 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
     NoGradGuard no_grad;
     if (accumulate) {
       updated = base.index_add(0, position, v);
-    } else if (values.numel() == 1) {  // one value: naming a position twice is harmless
-      const TensorOptions i64 = TensorOptions(DType::Int64).device(device());
-      Tensor hits = zeros({merged[0]}, i64).index_add(0, position, ones({position.numel()}, i64));
-      std::vector<int64_t> hit_shape(merged.size(), 1);
-      hit_shape[0] = merged[0];
-      updated = where((hits > 0).reshape(hit_shape), values.to(dtype()).reshape({}), base);
     } else {
+      // How often each merged position is named; hit ones take the new values.
       const TensorOptions i64 = TensorOptions(DType::Int64).device(device());
       Tensor hits = zeros({merged[0]}, i64).index_add(0, position, ones({position.numel()}, i64));
-      if (!(w.tensors == 1 && w.from_mask)) {  // a mask names each position once
-        Tensor most = hits.amax();
-        auto scope = profiler::record_function("index_put_: check for repeated positions (syncs)");
-        KILN_CHECK(most.item<int64_t>() <= 1,
-                   "index_put_: a position is named more than once; use accumulate=true to add "
-                   "the values, or name each position once");
-      }
       std::vector<int64_t> hit_shape(merged.size(), 1);
       hit_shape[0] = merged[0];
-      Tensor placed = zeros_like(base).index_add(0, position, v);
-      updated = where((hits > 0).reshape(hit_shape), placed, base);
+      const Tensor hit = (hits > 0).reshape(hit_shape);
+      if (values.numel() == 1) {  // one value: naming a position twice is harmless
+        updated = where(hit, values.to(dtype()).reshape({}), base);
+      } else {
+        if (!(w.tensors == 1 && w.from_mask)) {  // a mask names each position once
+          Tensor most = hits.amax();
+          auto scope =
+              profiler::record_function("index_put_: check for repeated positions (syncs)");
+          KILN_CHECK(most.item<int64_t>() <= 1,
+                     "index_put_: a position is named more than once; use accumulate=true to "
+                     "add the values, or name each position once");
+        }
+        updated = where(hit, zeros_like(base).index_add(0, position, v), base);
+      }
     }
   }
   std::vector<int64_t> unmerged;

@@ -1,44 +1,18 @@
 // kiln.cumsum and kiln.sort: ops along the lines of one dim of a contiguous tensor.
 //
-// [outer, D, inner] has outer·inner lines of D elements at stride `inner`; each line
-// is done by one thread. cumsum adds in order (float32/float64 in float64, half types
-// in float32, integers and bool exactly in int64 with wrapping); sort is a stable
-// sort of the line's positions with NaN above every number.
+// Each line along `dim` (lines.h) is done by one thread. cumsum adds in order (float32/float64 in
+// float64, half types in float32, integers and bool exactly in int64 with wrapping); sort is a
+// stable sort of the line's positions with NaN above every number.
 #include <algorithm>
 #include <numeric>
 #include <vector>
 
-#include "elementwise.h"
+#include "lines.h"
 #include "registry.h"
 
 namespace kiln::cpu {
 
 namespace {
-
-struct Lines {
-  int64_t outer, d, inner;
-  int64_t count() const { return outer * inner; }
-  int64_t base(int64_t line) const { return line / inner * d * inner + line % inner; }
-};
-
-Lines lines_of(const Tensor& x, int64_t dim) {
-  KILN_SDK_CHECK_ARG(dim >= 0 && dim < x.ndim, "dim ", dim, " is out of range for ",
-                     shape_string(x));
-  expect_contiguous(x, "x");
-  Lines l{1, x.shape[dim], 1};
-  for (int64_t k = 0; k < dim; ++k) l.outer *= x.shape[k];
-  for (int64_t k = dim + 1; k < x.ndim; ++k) l.inner *= x.shape[k];
-  return l;
-}
-
-template <class Fn>
-void for_each_line(const Lines& l, const Fn& fn) {
-  if (l.d == 0 || l.count() == 0) return;
-  pool().parallel_for(0, l.count(), std::max<int64_t>(1, kParallelGrain / (4 * l.d)),
-                      [&](int64_t begin, int64_t end) {
-                        for (int64_t line = begin; line < end; ++line) fn(l.base(line), l.inner);
-                      });
-}
 
 // -- cumsum -------------------------------------------------------------------------------
 

@@ -1,44 +1,22 @@
 // kiln.softmax, kiln.log_softmax and their backward kernels, along one dim of a
 // contiguous tensor.
 //
-// The tensor is a set of "lines": [outer, D, inner] has outer·inner lines of D
-// elements at stride `inner`. Each line is done by one thread: max, then the sum of
+// Each line along `dim` (lines.h) is done by one thread: max, then the sum of
 // exp(x - max) in float64, then the outputs. Half types compute in float32.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "elementwise.h"
+#include "lines.h"
 #include "registry.h"
 
 namespace kiln::cpu {
 
 namespace {
 
-struct Lines {
-  int64_t outer, d, inner;
-  int64_t count() const { return outer * inner; }
-  int64_t base(int64_t line) const { return line / inner * d * inner + line % inner; }
-};
-
-Lines lines_of(const OpArgs& args, const Tensor& x) {
-  const int64_t dim = sdk::attrs::softmax::read(args).dim;  // all four ops: the same list
-  KILN_SDK_CHECK_ARG(dim >= 0 && dim < x.ndim, "dim ", dim, " is out of range for ",
-                     shape_string(x));
-  expect_contiguous(x, "x");
-  Lines l{1, x.shape[dim], 1};
-  for (int64_t k = 0; k < dim; ++k) l.outer *= x.shape[k];
-  for (int64_t k = dim + 1; k < x.ndim; ++k) l.inner *= x.shape[k];
-  return l;
-}
-
-template <class Fn>
-void for_each_line(const Lines& l, const Fn& fn) {
-  if (l.d == 0) return;
-  pool().parallel_for(0, l.count(), std::max<int64_t>(1, kParallelGrain / (4 * l.d)),
-                      [&](int64_t begin, int64_t end) {
-                        for (int64_t line = begin; line < end; ++line) fn(l.base(line), l.inner);
-                      });
+// The softmax ops' lines along their `dim` (all four ops: the same attribute list).
+Lines softmax_lines(const OpArgs& args, const Tensor& x) {
+  return lines_of(x, sdk::attrs::softmax::read(args).dim);
 }
 
 using SoftmaxTypes = TypeList<float, double, float16, bfloat16>;
@@ -47,7 +25,7 @@ template <bool kLog>
 void softmax_impl(const OpArgs& args) {
   args.expect_counts(1, 1);
   const Tensor x = args.input(0), y = args.output(0);
-  const Lines l = lines_of(args, x);
+  const Lines l = softmax_lines(args, x);
   expect_same_shape(y, x, "y");
   expect_contiguous(y, "y");
   expect_dtype(y, x.dtype, "y");
@@ -89,7 +67,7 @@ template <bool kLog>
 void softmax_backward_impl(const OpArgs& args) {
   args.expect_counts(2, 1);
   const Tensor grad_y = args.input(0), y = args.input(1), grad_x = args.output(0);
-  const Lines l = lines_of(args, y);
+  const Lines l = softmax_lines(args, y);
   for (const Tensor* t : {&grad_y, &grad_x}) {
     expect_same_shape(*t, y, "gradient");
     expect_contiguous(*t, "gradient");

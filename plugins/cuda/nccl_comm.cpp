@@ -286,7 +286,7 @@ std::string NcclComm::label() const {
   return sdk::str_cat("rank ", rank_, " of ", size_, " on ", device_.label());
 }
 
-void NcclComm::throw_if_aborted(const char* what) const {
+void NcclComm::throw_if_aborted(const char* what, bool destroyed_is_ok) const {
   std::lock_guard lock(mutex_);
   if (aborted_)
     throw sdk::Error(abort_code_,
@@ -294,8 +294,8 @@ void NcclComm::throw_if_aborted(const char* what) const {
                                   ": the communicator was "
                                   "aborted (",
                                   abort_reason_, "); destroy it and create a new one"));
-  KILN_SDK_CHECK(comm_ != nullptr, KILN_STATUS_INVALID_ARGUMENT, what, " on ", label(),
-                 ": the communicator was destroyed");
+  KILN_SDK_CHECK(destroyed_is_ok || comm_ != nullptr, KILN_STATUS_INVALID_ARGUMENT, what, " on ",
+                 label(), ": the communicator was destroyed");
 }
 
 void NcclComm::start_init(const ncclUniqueId& id) {
@@ -522,7 +522,7 @@ void NcclComm::destroy() {
     }
   }
   free_barrier_word();
-  throw_if_aborted("comm_destroy");
+  throw_if_aborted("comm_destroy", /*destroyed_is_ok=*/true);  // comm_ is null: destroyed here
   KILN_SDK_CHECK(
       result == ncclSuccess, KILN_STATUS_DEVICE_ERROR,
       nccl_message(result, sdk::str_cat("ncclCommDestroy on ", label()).c_str(), nullptr));

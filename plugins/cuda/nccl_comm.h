@@ -152,7 +152,8 @@ class NcclComm : public std::enable_shared_from_this<NcclComm> {
     std::lock_guard lock(mutex_);
     return aborted_;
   }
-  void throw_if_aborted(const char* what) const;
+  /// Throws if aborted, or (unless `destroyed_is_ok`) if the communicator is gone.
+  void throw_if_aborted(const char* what, bool destroyed_is_ok = false) const;
   void free_barrier_word() noexcept;
   // Runs `call` (one NCCL function on comm_) under the mutex, then polls while NCCL
   // says it is in progress; throws naming `what` (aborting first on the deadline).

@@ -361,6 +361,20 @@ std::vector<Case> cumsum_cases() {
   cases.push_back(known("bool counts", {operand_of({4}, DType::Bool, {1, 0, 1, 1})},
                         [](const Operands& in) { return Outputs{in[0].cumsum(0)}; },
                         {{1, 1, 2, 3}}));
+  // Long lines: a parallel scan splits each into many tiles (and lines across an inner
+  // dim are gathered first), where a short line fits one.
+  const auto long_lines = [](Shape shape, DType d, int64_t dim) {
+    Case c;
+    c.inputs = {operand(shape, d, Layout::Contiguous, -2, 2, 44)};
+    c.label = describe(c.inputs[0]) + " dim " + std::to_string(dim) + " (long lines)";
+    c.fn = [dim](const Operands& in, const Device&) { return Outputs{in[0].cumsum(dim)}; };
+    c.tolerance_scale = 4;
+    return c;
+  };
+  cases.push_back(long_lines({2, 300000}, DType::Float32, 1));
+  cases.push_back(long_lines({3, 40000, 3}, DType::Int64, 1));
+  cases.push_back(long_lines({100000, 3}, DType::Float64, 0));
+  cases.push_back(long_lines({5, 20000}, DType::BFloat16, 1));
   return cases;
 }
 
@@ -408,6 +422,32 @@ std::vector<Case> sort_cases() {
   cases.push_back(known("[5000] of 7 values, stable",
                         {operand_of({5000}, DType::Int32, long_values)}, sorted(false),
                         {long_sorted, long_index}));
+  // Long lines (a GPU sorts short and long lines differently) with NaN, -0.0 and ties,
+  // along the last dim and across an inner one; compared with the CPU reference.
+  std::vector<double> specials = random_values(3 * 40000, 45, -3, 3);
+  for (size_t i = 0; i < specials.size(); i += 97) specials[i] = kNaN;
+  for (size_t i = 5; i < specials.size(); i += 89) specials[i] = -0.0;
+  for (size_t i = 7; i < specials.size(); i += 83) specials[i] = 0.0;
+  for (size_t i = 11; i < specials.size(); i += 13) specials[i] = 1.5;
+  const auto long_sort = [](Operand x, int64_t dim, bool descending) {
+    Case c;
+    c.label = describe(x) + " dim " + std::to_string(dim) +
+              (descending ? " descending" : " ascending") + " (long lines)";
+    c.inputs = {std::move(x)};
+    c.fn = [dim, descending](const Operands& in, const Device&) {
+      auto [values, indices] = in[0].sort(dim, descending);
+      return Outputs{values, indices};
+    };
+    return c;
+  };
+  for (bool descending : {false, true}) {
+    cases.push_back(long_sort(operand_of({3, 40000}, DType::Float32, specials), 1, descending));
+    cases.push_back(long_sort(operand_of({40000, 3}, DType::Float64, specials), 0, descending));
+  }
+  cases.push_back(
+      long_sort(operand({1, 300000}, DType::Int32, Layout::Contiguous, -20, 20, 46), 1, false));
+  cases.push_back(
+      long_sort(operand({20000, 4}, DType::BFloat16, Layout::Contiguous, -8, 8, 47), 0, true));
   return cases;
 }
 

@@ -25,6 +25,7 @@ KernelList build_table() {
   add_softmax_kernels(list);
   add_loss_kernels(list);
   add_scatter_kernels(list);
+  add_scan_sort_kernels(list);
   add_optim_kernels(list);
   return list;
 }

@@ -16,22 +16,23 @@
 namespace kiln::cuda {
 
 // One per kernel file.
-void add_copy_kernels(KernelList& list);      // copy, fill
-void add_creation_kernels(KernelList& list);  // arange, linspace
-void add_random_kernels(KernelList& list);    // random_uniform, random_normal, dropout
-void add_unary_kernels(KernelList& list);     // unary ops, relu_backward, gelu_backward
-void add_binary_kernels(KernelList& list);    // add ... minimum, pow
-void add_compare_kernels(KernelList& list);   // comparisons, logical_and/or, where
-void add_reduce_kernels(KernelList& list);    // sum ... var
-void add_indexing_kernels(KernelList& list);  // index_select, gather
-void add_matmul_kernels(KernelList& list);    // matmul (cuBLASLt, cuBLAS)
-void add_conv_kernels(KernelList& list);      // conv2d and its backward kernels (cuDNN)
-void add_pool_kernels(KernelList& list);      // max/avg/adaptive pooling and backward
-void add_norm_kernels(KernelList& list);      // batch_norm, layer_norm and backward
-void add_softmax_kernels(KernelList& list);   // softmax, log_softmax and backward
-void add_loss_kernels(KernelList& list);      // nll_loss and backward
-void add_scatter_kernels(KernelList& list);   // index_add, scatter_add
-void add_optim_kernels(KernelList& list);     // sgd_step, adam_step
+void add_copy_kernels(KernelList& list);       // copy, fill
+void add_creation_kernels(KernelList& list);   // arange, linspace
+void add_random_kernels(KernelList& list);     // random_uniform, random_normal, dropout
+void add_unary_kernels(KernelList& list);      // unary ops, relu_backward, gelu_backward
+void add_binary_kernels(KernelList& list);     // add ... minimum, pow
+void add_compare_kernels(KernelList& list);    // comparisons, logical_and/or, where
+void add_reduce_kernels(KernelList& list);     // sum ... var
+void add_indexing_kernels(KernelList& list);   // index_select, gather
+void add_matmul_kernels(KernelList& list);     // matmul (cuBLASLt, cuBLAS)
+void add_conv_kernels(KernelList& list);       // conv2d and its backward kernels (cuDNN)
+void add_pool_kernels(KernelList& list);       // max/avg/adaptive pooling and backward
+void add_norm_kernels(KernelList& list);       // batch_norm, layer_norm and backward
+void add_softmax_kernels(KernelList& list);    // softmax, log_softmax and backward
+void add_loss_kernels(KernelList& list);       // nll_loss and backward
+void add_scatter_kernels(KernelList& list);    // index_add, scatter_add
+void add_scan_sort_kernels(KernelList& list);  // cumsum, sort (CUB)
+void add_optim_kernels(KernelList& list);      // sgd_step, adam_step
 
 /// The entry of catalogue op `Op` for a kernel that takes exactly the catalogue's
 /// dtypes (the name and `supports` come from the catalogue).

@@ -540,6 +540,30 @@ void BM_KilnBiasGrad(benchmark::State& state, ConvLayer layer) {
   state.SetBytesProcessed(state.iterations() * grad.numel() * 4);
 }
 
+enum ScanSortOp { kCumsum = 0, kSortFlat = 1, kSortRows = 2, kSortShortRows = 3 };
+
+// cumsum and sort of 2^24 float32 (sort_rows: each row of [4096, 4096]; sort_short_rows:
+// of [65536, 256]: CUDA sorts long and short lines differently); bytes counted as
+// the input read and the outputs written once (sort: values and int64 indices).
+void BM_KilnScanSort(benchmark::State& state, ScanSortOp op) {
+  if (skip(state)) return;
+  auto x = kiln::randn({kReduceN}, kiln::TensorOptions().device(gpu()));
+  auto rows = x.view({4096, kReduceN / 4096});
+  auto short_rows = x.view({kReduceN / 256, 256});
+  time_batches(
+      state,
+      [&] {
+        if (op == kCumsum) {
+          benchmark::DoNotOptimize(x.cumsum(0));
+        } else {
+          auto sorted = op == kSortFlat ? x.sort(0) : (op == kSortRows ? rows : short_rows).sort(1);
+          benchmark::DoNotOptimize(sorted);
+        }
+      },
+      wait_kiln);
+  state.SetBytesProcessed(state.iterations() * kReduceN * (op == kCumsum ? 8 : 16));
+}
+
 // dst.copy_(src) of 2^26 float32 on the device: Kiln's own copy beside BM_CudaCopy's.
 void BM_KilnCopy(benchmark::State& state) {
   if (skip(state)) return;
@@ -557,6 +581,14 @@ BENCHMARK_CAPTURE(BM_KilnReduce, var, kVar)->UseManualTime()->Unit(benchmark::kM
 BENCHMARK_CAPTURE(BM_KilnReduce, max, kMax)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KilnReduce, argmax, kArgmax)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KilnReduce, norm, kNorm)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KilnScanSort, cumsum, kCumsum)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KilnScanSort, sort, kSortFlat)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KilnScanSort, sort_rows, kSortRows)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KilnScanSort, sort_short_rows, kSortShortRows)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KilnBiasGrad, conv1, kConv1)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_KilnBiasGrad, conv2, kConv2)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_KilnCopy)->UseManualTime()->Unit(benchmark::kMicrosecond);

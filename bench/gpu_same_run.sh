@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Kiln and PyTorch on one GPU in one call: issue 22's workloads (reductions of 2^24
-# float32, the convolutions' bias gradients, add/mul/relu and a device-to-device copy
+# float32, cumsum and sort of 2^24 float32, the convolutions' bias gradients, add/mul/relu and a device-to-device copy
 # of 2^26 float32, GEMM 4096^3 f32/TF32/bf16, the CNN's two convolutions forward +
 # backward at batch 256, f32 and TF32), then one table of same-run ratios.
 #
@@ -70,7 +70,7 @@ if [ "$have_torch" = 1 ] && [ "${KILN_SAME_RUN_LIBTORCH:-1}" != 0 ] && command -
 fi
 
 # 1. Kiln.
-filter='^BM_(Kiln(Reduce|BiasGrad|Elementwise|Copy|Gemm|Conv)|CudaCopy/two_streams)'
+filter='^BM_(Kiln(Reduce|ScanSort|BiasGrad|Elementwise|Copy|Gemm|Conv)|CudaCopy/two_streams)'
 if [ ! -x "$bench" ]; then
   echo "gpu_same_run.sh: $bench not found: build the project (Release, CUDA plugin) first" >&2
   status=1

@@ -98,6 +98,19 @@ def reductions(dev):
         yield name, "%s of 2^24 float32" % name, (lambda op=op: op(x)), 4 * REDUCE_N, None, {}
 
 
+def scans_and_sorts(dev):
+    x = torch.randn(REDUCE_N, device=dev)
+    rows = x.view(4096, 4096)
+    # Bytes: the input read once and the outputs written once (sort: values + int64 indices).
+    yield "cumsum", "cumsum of 2^24 float32", (lambda: torch.cumsum(x, 0)), 8 * REDUCE_N, None, {}
+    yield "sort", "sort of 2^24 float32", (lambda: torch.sort(x)), 16 * REDUCE_N, None, {}
+    yield ("sort_rows", "sort of each row of [4096, 4096] float32", (lambda: torch.sort(rows, 1)),
+           16 * REDUCE_N, None, {})
+    short = x.view(65536, 256)
+    yield ("sort_short_rows", "sort of each row of [65536, 256] float32",
+           (lambda: torch.sort(short, 1)), 16 * REDUCE_N, None, {})
+
+
 def bias_grads(dev):
     for layer, (n, _c, o, hw, _ig) in CONV_LAYERS.items():
         g = torch.randn(n, o, hw, hw, device=dev)
@@ -178,7 +191,7 @@ def convs(dev):
             )
 
 
-GROUPS = (reductions, bias_grads, elementwise, gemms, convs)
+GROUPS = (reductions, scans_and_sorts, bias_grads, elementwise, gemms, convs)
 
 
 def run_group(group, dev, timer, only, emit):

@@ -378,6 +378,57 @@ std::vector<Case> cumsum_cases() {
   return cases;
 }
 
+// cumprod along each dim (values near 1, so that long lines stay in range), zeros in the
+// gradient, integer wrap-around and NaN/inf/0 with known answers.
+std::vector<Case> cumprod_cases() {
+  std::vector<Case> cases;
+  const auto along = [](const Operand& x, int64_t dim, bool grad) {
+    Case c;
+    c.inputs = {x};
+    c.inputs[0].requires_grad = grad;
+    c.label = describe(x) + " dim " + std::to_string(dim);
+    c.fn = [dim](const Operands& in, const Device&) { return Outputs{in[0].cumprod(dim)}; };
+    c.grad = grad;
+    c.tolerance_scale = 4;
+    return c;
+  };
+  for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32,
+                  DType::Int64, DType::UInt8, DType::Bool}) {
+    const bool g = d == DType::Float32 || d == DType::Float64;
+    const bool small = d == DType::UInt8 || d == DType::Bool;
+    for (int64_t dim : {0, 1, -1}) {
+      cases.push_back(
+          along(operand({3, 4, 5}, d, dim == 1 ? Layout::Transposed : Layout::Contiguous,
+                        small ? 0 : (is_floating(d) ? 0.5 : -3), small ? 2 : 1.5, 49),
+                dim, g));
+    }
+  }
+  cases.push_back(along(
+      operand({2, 300000}, DType::Float32, Layout::Contiguous, 0.99999, 1.00001, 50), 1, false));
+  cases.push_back(along(
+      operand({3, 20000, 3}, DType::Float64, Layout::Contiguous, 0.999, 1.001, 51), 1, false));
+  // Zeros: the gradient has its own rule at a line's first zero, and is 0 past it.
+  Case check;
+  Operand z = operand_of({3, 5}, DType::Float64,
+                         {0.5, 2, 0, 1.5, -3, 0, 1.25, 2, 0, 4, -1.5, 2, 0.75, -0.5, 3});
+  z.requires_grad = true;
+  check.inputs = {z};
+  check.label = "float64 [3,5] dim 1 with zeros, gradcheck";
+  check.fn = [](const Operands& in, const Device&) { return Outputs{in[0].cumprod(1)}; };
+  check.grad = true;
+  check.gradcheck = true;
+  cases.push_back(check);
+  const double two32 = 4294967296.0;
+  cases.push_back(
+      known("int64 wraps in 64 bits", {operand_of({3}, DType::Int64, {two32, two32, 3})},
+            [](const Operands& in) { return Outputs{in[0].cumprod(0)}; }, {{two32, 0, 0}}));
+  const double inf = std::numeric_limits<double>::infinity();
+  cases.push_back(known(
+      "zeros, NaN and inf run on", {operand_of({5}, DType::Float32, {2, inf, 3, 0, kNaN})},
+      [](const Operands& in) { return Outputs{in[0].cumprod(0)}; }, {{2, inf, inf, kNaN, kNaN}}));
+  return cases;
+}
+
 // sort both ways along each dim; ties and NaNs with known answers.
 std::vector<Case> sort_cases() {
   std::vector<Case> cases;
@@ -481,6 +532,7 @@ void add_reduction_suites(std::vector<OpSuite>& suites) {
   suites.push_back({"kiln.argmin", [] { return with_known(arg_cases(false), arg_known(false)); }});
   suites.push_back({"kiln.var", [] { return with_known(var_cases(), var_known()); }});
   suites.push_back({"kiln.cumsum", cumsum_cases});
+  suites.push_back({"kiln.cumprod", cumprod_cases});
   suites.push_back({"kiln.matmul", matmul_cases});
   suites.push_back({"kiln.index_select", [] { return index_select_cases(false); }});
   suites.push_back({"kiln.gather", [] { return gather_cases(false); }});

@@ -174,6 +174,17 @@ TEST(Gradcheck, TensorMethods) {
   EXPECT_GRADCHECK([](const Inputs& x) { return x[0].norm(1); }, spread({3, 4}));
   EXPECT_GRADCHECK([](const Inputs& x) { return x[0].cumsum(1); }, input({3, 4}));
   EXPECT_GRADCHECK([](const Inputs& x) { return x[0].cumsum(0); }, input({3, 4}));
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].cumprod(1); }, input({3, 4}));
+  // Zeros at and after a line's first zero (the gradient's special cases).
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].cumprod(1); },
+                   kiln::from_vector<double>(
+                       {0.5, 0, 2, -1, 0, 1.5, 0, 0, 3, 0.25, -2, 0.7, 0.9, -0.4, 0}, {3, 5})
+                       .requires_grad_());
+  EXPECT_GRADCHECK([](const Inputs& x) { return x[0].masked_scatter(x[0] > 0.0, x[1]); },
+                   input({3, 4}), input({12}, -1, 1, 2));
+  auto positions = kiln::from_vector<int64_t>({2, 0, 1, 0, 1, 2}, {2, 3});
+  EXPECT_GRADCHECK([positions](const Inputs& x) { return x[0].scatter(0, positions, x[1]); },
+                   input({3, 3}), input({2, 4}, -1, 1, 2));
   EXPECT_GRADCHECK([](const Inputs& x) { return std::get<0>(x[0].sort(1, true)); }, spread({3, 4}));
   EXPECT_GRADCHECK([](const Inputs& x) { return std::get<0>(x[0].topk(2, 0)); }, spread({3, 4}));
   EXPECT_GRADCHECK([](const Inputs& x) { return x[0].masked_select(x[0] > 0.35); }, spread({3, 4}));

@@ -200,6 +200,41 @@ TEST_P(TensorMethods, ScatterAddAndIndexAdd) {
 }
 
 TEST_P(TensorMethods, CumsumIsExactForIntegers) {
+// Answers printed by python3-torch 1.13.1 (tests/ops/pytorch_reference.py).
+TEST_P(TensorMethods, CumprodWithZeros) {
+  auto x = make({2, 0, 3, 4, 1, -2, 0, 0}, {2, 4}, float64).requires_grad_();
+  auto y = x.cumprod(1);
+  EXPECT_TRUE(matches(y, {2, 4}, {2, 0, 0, 0, 1, -2, 0, 0}));
+  // Past a line's first zero the gradient is 0; at it, the product of the others.
+  (y * make({1, 2, 3, 4, 0.5, 1, -1, 2}, {2, 4}, float64)).sum().backward();
+  EXPECT_TRUE(matches(x.grad(), {2, 4}, {1, 118, 0, 0, -1.5, 1, 2, 0}));
+  auto i = make({3, -2, 4}, {3}, int32).cumprod(0);
+  EXPECT_EQ(i.dtype(), int64);
+  EXPECT_EQ(i.to_vector<int64_t>(), (std::vector<int64_t>{3, -6, -24}));
+}
+
+TEST_P(TensorMethods, MaskedScatterAndScatter) {
+  auto a = make({1, 2, 3, 4, 5, 6}, {2, 3});
+  auto mask = make({1, 0, 1}, {3}, kbool);  // broadcast over the rows
+  EXPECT_TRUE(matches(a.masked_scatter(mask, make({10, 20, 30, 40, 50}, {5})), {2, 3},
+                      {10, 2, 20, 30, 5, 40}));
+  EXPECT_KILN_ERROR(a.masked_scatter(mask, make({10, 20, 30}, {3})), "selects 4", "has 3");
+  EXPECT_KILN_ERROR(a.masked_scatter(mask.to(int64), make({10, 20, 30, 40}, {4})), "bool");
+  Tensor b = a.clone();
+  b.masked_scatter_(make({0, 0, 0}, {3}, kbool), make({7}, {1}));
+  EXPECT_TRUE(matches(b, {2, 3}, {1, 2, 3, 4, 5, 6}));  // nothing selected
+  auto z = zeros({3, 4}, opts());
+  auto index = make({0, 1, 2, 0, 2, 0, 0, 1}, {2, 4}, int64);
+  auto src = make({1, 2, 3, 4, 5, 6, 7, 8}, {2, 4});
+  EXPECT_TRUE(matches(z.scatter(0, index, src), {3, 4}, {1, 6, 7, 4, 0, 2, 0, 8, 5, 0, 3, 0}));
+  EXPECT_TRUE(matches(z.scatter(1, make({3, 0, 1}, {3, 1}, int64), 9.5), {3, 4},
+                      {0, 0, 0, 9.5, 9.5, 0, 0, 0, 0, 9.5, 0, 0}));
+  z.scatter_(1, make({2, 2, 2}, {3, 1}, int64), -1.0);
+  EXPECT_TRUE(matches(z, {3, 4}, {0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1, 0}));
+  // PyTorch leaves the winner of a position named twice unspecified; Kiln refuses.
+  EXPECT_KILN_ERROR(z.scatter(1, make({1, 1}, {1, 2}, int64), make({1, 2}, {1, 2})), "2 times");
+}
+
   const double big = 4611686018427387904.0;  // 2^62
   auto i = make({big, 1, 1, -3}, {4}, int64);
   auto c = i.cumsum(0);

@@ -94,6 +94,11 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 /// y[index[i][j]][j] += src[i][j] for dim 0 (torch.scatter_add). index and src have x's
 /// rank; index may be smaller than src (the rest of src is unused). Deterministic.
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+/// A copy of x with src's elements written at `index` along `dim`: y[index[i][j]][j] =
+/// src[i][j] for dim 0 (torch.scatter); shapes as scatter_add. A position named twice is
+/// an error (one host read): PyTorch leaves which value wins unspecified. Differentiable.
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value);
 /// A copy of x with src's slice i added at position index[i] along `dim`
 /// (torch.index_add); duplicates accumulate. Deterministic.
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
@@ -102,6 +107,13 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
 /// Inclusive prefix sums along `dim`; integer and bool inputs give int64 (exact, in
 /// 64 bits), floats keep their dtype (float32 adds in float64). Differentiable.
 Tensor cumsum(const Tensor& x, int64_t dim);
+/// A copy of x with source's first elements, in order, where mask (bool, broadcast to x)
+/// is true (torch.masked_scatter); source has x's dtype and at least as many elements as
+/// the mask selects (one host read checks it). Differentiable in x and source.
+Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source);
+/// Inclusive prefix products along `dim`, dtypes as cumsum (integers wrap in 64 bits).
+/// Differentiable, zeros included (torch.cumprod's gradient).
+Tensor cumprod(const Tensor& x, int64_t dim);
 /// Sorted values along `dim` and their int64 positions in x. Stable both ways (equal
 /// values keep their order); NaN sorts above every number, as PyTorch's stable sort.
 /// Differentiable in the values.

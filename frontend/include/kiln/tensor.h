@@ -243,11 +243,14 @@ class Tensor {
 
   // -- sorting and selection (see ops.h) ------------------------------------------------
   Tensor cumsum(int64_t dim) const;
+  Tensor cumprod(int64_t dim) const;
   std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
   Tensor argsort(int64_t dim = -1, bool descending = false) const;
   std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true) const;
   Tensor nonzero() const;
   Tensor masked_select(const Tensor& mask) const;
+  Tensor masked_scatter(const Tensor& mask, const Tensor& source) const;
+  Tensor& masked_scatter_(const Tensor& mask, const Tensor& source);
 
   // -- rearranging and accumulating (copies; see ops.h) -------------------------------
   Tensor flip(IntArrayRef dims) const;
@@ -259,6 +262,10 @@ class Tensor {
   Tensor tril(int64_t diagonal = 0) const;
   Tensor triu(int64_t diagonal = 0) const;
   Tensor diag(int64_t diagonal = 0) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t dim, const Tensor& index, Scalar value) const;
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& scatter_(int64_t dim, const Tensor& index, Scalar value);
   Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor index_add(int64_t dim, const Tensor& index, const Tensor& src) const;
 

@@ -12,6 +12,7 @@
 #include "kiln/autograd.h"
 #include "kiln/nn/functional.h"
 #include "kiln/ops.h"
+#include "kiln/profiler.h"
 #include "ops/common.h"
 
 namespace kiln {
@@ -247,6 +248,28 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
   return out;
 }
 
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  // How often index names each position of x: scatter_add checks the arguments.
+  const TensorOptions i64 = TensorOptions(DType::Int64).device(x.device());
+  Tensor hits = scatter_add(zeros(x.shape(), i64), dim, index, ones(index.shape(), i64));
+  if (hits.numel() > 0) {
+    Tensor most = hits.max();
+    auto scope = profiler::record_function("scatter: read the count (syncs)");
+    const int64_t n = most.item<int64_t>();
+    KILN_CHECK(n <= 1, "scatter: index names a position of x ", n,
+               " times; which value would win is unspecified (PyTorch leaves it to the "
+               "backend), so Kiln refuses: use scatter_add or index_put_ with accumulate");
+  }
+  // Each named position receives exactly one element of src: a sum of one term.
+  Tensor placed = scatter_add(zeros_like(x), dim, index, src);
+  return where(hits > int64_t{0}, placed, x);
+}
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
+  return scatter(x, dim, index,
+                 full(index.shape(), value, TensorOptions(x.dtype()).device(x.device())));
+}
+
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   detail::check_same_device("index_add", {&x, &index, &src});
   check_index_dtype(index, "index_add");
@@ -340,6 +363,20 @@ Tensor Tensor::tile(IntArrayRef reps) const { return kiln::tile(*this, reps); }
 Tensor Tensor::tril(int64_t diagonal) const { return kiln::tril(*this, diagonal); }
 Tensor Tensor::triu(int64_t diagonal) const { return kiln::triu(*this, diagonal); }
 Tensor Tensor::diag(int64_t diagonal) const { return kiln::diag(*this, diagonal); }
+Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return kiln::scatter(*this, dim, index, src);
+}
+Tensor Tensor::scatter(int64_t dim, const Tensor& index, Scalar value) const {
+  return kiln::scatter(*this, dim, index, value);
+}
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) {
+  detail::impl_of(*this, "scatter_");
+  return copy_(kiln::scatter(*this, dim, index, src));
+}
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, Scalar value) {
+  detail::impl_of(*this, "scatter_");
+  return copy_(kiln::scatter(*this, dim, index, value));
+}
 Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
   return kiln::scatter_add(*this, dim, index, src);
 }

@@ -1,8 +1,9 @@
 // Sorting, prefix sums and the data-dependent selections built on them.
 //
-// cumsum and sort are catalogue ops; argsort, topk, nonzero, argwhere, where(cond),
-// masked_select and unique are made of catalogue ops, so they run on every backend.
-// The selections whose output size depends on the data read one count back to the
+// cumsum, cumprod and sort are catalogue ops; argsort, topk, nonzero, argwhere,
+// where(cond), masked_select, masked_scatter and unique are made of catalogue ops, so they
+// run on every backend. The selections whose output size depends on the data (and
+// masked_scatter, which checks that source is large enough) read one count back to the
 // host: that is their one synchronisation, shown in the profiler as a scope named
 // "<op>: read the count (syncs)".
 
@@ -49,22 +50,61 @@ Tensor true_positions(const Tensor& mask, const char* op) {
 
 // -- scans ------------------------------------------------------------------------------
 
-Tensor cumsum(const Tensor& x, int64_t dim) {
-  detail::impl_of(x, "cumsum");
-  const int64_t rank = std::max<int64_t>(x.dim(), 1);
-  const int64_t d = detail::wrap_dim(dim, rank, "cumsum");
+namespace {
+
+// The catalogue's scan along `d` of x as given (0-d: as a 1-element line); integers and
+// bool give int64.
+template <class Attrs>
+Tensor scan(const Tensor& x, int64_t d) {
   Tensor xc = (x.dim() == 0 ? x.reshape({1}) : x).contiguous();
   const DType out_dtype = is_floating(x.dtype()) ? x.dtype() : DType::Int64;
   Tensor out = detail::empty_on(xc, xc.shape(), out_dtype);
-  if (out.numel() > 0)
-    detail::dispatch(detail::attrs::cumsum{.dim = d}, {xc.impl().get()}, {out.impl().get()});
-  if (x.dim() == 0) out = out.reshape({});
+  if (out.numel() > 0) detail::dispatch(Attrs{.dim = d}, {xc.impl().get()}, {out.impl().get()});
+  return x.dim() == 0 ? out.reshape({}) : out;
+}
+
+// What each position receives from itself and every later one along d.
+Tensor reverse_cumsum(const Tensor& t, int64_t d) { return flip(cumsum(flip(t, {d}), d), {d}); }
+
+// d/dx_i of Σ_j g_j·y_j with y = cumprod(x): Σ_{j≥i} g_j·Π_{k≤j, k≠i} x_k, without dividing
+// by zero. With z the first zero of a line: for i < z it is (Σ_{j≥i} g_j·y_j) / x_i (y_j is
+// 0 from z on); for i = z it is Σ_{j≥z} g_j·y'_j, y' the cumprod with x_z read as 1; past z
+// every product holds x_z, so 0. PyTorch's formula, made of catalogue ops.
+Tensor cumprod_backward(const Tensor& x, const Tensor& y, const Tensor& g, int64_t d) {
+  Tensor zeros_so_far = cumsum(x == 0.0, d);
+  Tensor before = zeros_so_far == int64_t{0};                             // i < z
+  Tensor first_zero = logical_and(x == 0.0, zeros_so_far == int64_t{1});  // i = z
+  Tensor below = where(before, reverse_cumsum(g * y, d) / where(before, x, 1.0), 0.0);
+  Tensor y_skip = cumprod(where(first_zero, 1.0, x), d);
+  Tensor at = reverse_cumsum(where(before, 0.0, g * y_skip), d);
+  return where(first_zero, at, below);
+}
+
+}  // namespace
+
+Tensor cumsum(const Tensor& x, int64_t dim) {
+  detail::impl_of(x, "cumsum");
+  const int64_t d = detail::wrap_dim(dim, std::max<int64_t>(x.dim(), 1), "cumsum");
+  Tensor out = scan<detail::attrs::cumsum>(x, d);
   if (ag::needs_grad({&x}))
     ag::record("CumsumBackward", out, {&x}, {},
                [d, zero_d = x.dim() == 0](const Saved&, const Tensor& g) -> Grads {
                  if (zero_d) return {g};
                  // Each input feeds every later output: the gradient is the reversed cumsum.
-                 return {flip(cumsum(flip(g, {d}), d), {d})};
+                 return {reverse_cumsum(g, d)};
+               });
+  return out;
+}
+
+Tensor cumprod(const Tensor& x, int64_t dim) {
+  detail::impl_of(x, "cumprod");
+  const int64_t d = detail::wrap_dim(dim, std::max<int64_t>(x.dim(), 1), "cumprod");
+  Tensor out = scan<detail::attrs::cumprod>(x, d);
+  if (ag::needs_grad({&x}))
+    ag::record("CumprodBackward", out, {&x}, {x, out},
+               [d, zero_d = x.dim() == 0](const Saved& s, const Tensor& g) -> Grads {
+                 if (zero_d) return {g};
+                 return {cumprod_backward(s[0], s[1], g, d)};
                });
   return out;
 }
@@ -149,6 +189,23 @@ Tensor masked_select(const Tensor& x, const Tensor& mask) {
   return index_select(x.expand(shape).reshape({-1}), 0, positions);
 }
 
+Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source) {
+  detail::check_same_device("masked_scatter", {&x, &mask, &source});
+  KILN_CHECK(mask.dtype() == DType::Bool, "masked_scatter: the mask must be a bool tensor, got ",
+             mask.dtype());
+  KILN_CHECK(source.dtype() == x.dtype(), "masked_scatter: source is ", source.dtype(),
+             " where x is ", x.dtype());
+  Tensor m = mask.expand(x.shape()).contiguous().reshape({-1});
+  const int64_t count = count_true(m, "masked_scatter");
+  KILN_CHECK(count <= source.numel(), "masked_scatter: the mask selects ", count,
+             " elements but source ", source.shape(), " has ", source.numel());
+  if (count == 0) return x.clone();
+  // The k-th true position (row-major) takes source's k-th element.
+  Tensor slot = where(m, cumsum(m, 0) - int64_t{1}, int64_t{0});
+  Tensor taken = index_select(source.reshape({-1}), 0, slot).reshape(x.shape());
+  return where(m.reshape(x.shape()), taken, x);
+}
+
 UniqueResult unique(const Tensor& x) {
   detail::impl_of(x, "unique");
   NoGradGuard no_grad;  // not differentiable, as torch.unique
@@ -182,6 +239,7 @@ Tensor randperm(int64_t n, TensorOptions options) {
 // -- methods --------------------------------------------------------------------------------
 
 Tensor Tensor::cumsum(int64_t dim) const { return kiln::cumsum(*this, dim); }
+Tensor Tensor::cumprod(int64_t dim) const { return kiln::cumprod(*this, dim); }
 std::tuple<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending) const {
   return kiln::sort(*this, dim, descending);
 }
@@ -193,5 +251,12 @@ std::tuple<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest) co
 }
 Tensor Tensor::nonzero() const { return kiln::nonzero(*this); }
 Tensor Tensor::masked_select(const Tensor& mask) const { return kiln::masked_select(*this, mask); }
+Tensor Tensor::masked_scatter(const Tensor& mask, const Tensor& source) const {
+  return kiln::masked_scatter(*this, mask, source);
+}
+Tensor& Tensor::masked_scatter_(const Tensor& mask, const Tensor& source) {
+  detail::impl_of(*this, "masked_scatter_");
+  return copy_(kiln::masked_scatter(*this, mask, source));
+}
 
 }  // namespace kiln

@@ -1,8 +1,10 @@
-// kiln.cumsum and kiln.sort: ops along the lines of one dim of a contiguous tensor.
+// kiln.cumsum, kiln.cumprod and kiln.sort: ops along the lines of one dim of a contiguous
+// tensor.
 //
-// Each line along `dim` (lines.h) is done by one thread. cumsum adds in order (float32/float64 in
-// float64, half types in float32, integers and bool exactly in int64 with wrapping); sort is a
-// stable sort of the line's positions with NaN above every number.
+// Each line along `dim` (lines.h) is done by one thread. cumsum adds and cumprod multiplies
+// in order (float32/float64 in float64, half types in float32, integers and bool exactly in
+// int64 with wrapping); sort is a stable sort of the line's positions with NaN above every
+// number.
 #include <algorithm>
 #include <numeric>
 #include <vector>
@@ -14,16 +16,33 @@ namespace kiln::cpu {
 
 namespace {
 
-// -- cumsum -------------------------------------------------------------------------------
+// -- cumsum, cumprod ------------------------------------------------------------------------
 
 template <class T>
 using scan_acc_t =
     std::conditional_t<is_floating_v<T>, std::conditional_t<is_half_v<T>, float, double>, uint64_t>;
 
-void cumsum_impl(const OpArgs& args) {
+struct Add {
+  static constexpr int kIdentity = 0;
+  template <class A>
+  A operator()(A a, A b) const {
+    return a + b;
+  }
+};
+struct Mul {
+  static constexpr int kIdentity = 1;
+  template <class A>
+  A operator()(A a, A b) const {
+    return a * b;
+  }
+};
+
+// Integers run in uint64, where overflow wraps (defined) to the bits an int64 would hold.
+template <class Op, class Attrs>
+void scan_impl(const OpArgs& args) {
   args.expect_counts(1, 1);
   const Tensor x = args.input(0), y = args.output(0);
-  const Lines l = lines_of(x, sdk::attrs::cumsum::read(args).dim);
+  const Lines l = lines_of(x, Attrs::read(args).dim);
   expect_same_shape(y, x, "y");
   expect_contiguous(y, "y");
   if (!dispatch<AllTypes>(x.dtype, [&](auto tag) {
@@ -34,14 +53,13 @@ void cumsum_impl(const OpArgs& args) {
         for_each_line(l, [&](int64_t base, int64_t stride) {
           const T* in = x.ptr<const T>() + base;
           Out* out = y.ptr<Out>() + base;
-          Acc acc = 0;
+          Acc acc = Op::kIdentity;
           for (int64_t i = 0; i < l.d; ++i) {
             if constexpr (std::is_same_v<Acc, uint64_t>) {
-              // Unsigned arithmetic: overflow wraps, defined, as an int64 sum would.
-              acc += static_cast<uint64_t>(static_cast<int64_t>(in[i * stride]));
+              acc = Op{}(acc, static_cast<uint64_t>(static_cast<int64_t>(in[i * stride])));
               out[i * stride] = static_cast<int64_t>(acc);
             } else {
-              acc += static_cast<Acc>(load(in[i * stride]));
+              acc = Op{}(acc, static_cast<Acc>(load(in[i * stride])));
               out[i * stride] = store<T>(static_cast<compute_t<T>>(acc));
             }
           }
@@ -52,7 +70,7 @@ void cumsum_impl(const OpArgs& args) {
 }
 
 // Beyond the catalogue's rule: the output is int64 for integer and bool inputs.
-int32_t supports_cumsum(void*, const kiln_op_args* args) {
+int32_t supports_scan(void*, const kiln_op_args* args) {
   const kiln_dtype in = input_dtype(args, 0), out = output_dtype(args, 0);
   return is_float_dtype(in) ? out == in : out == KILN_DTYPE_INT64;
 }
@@ -110,7 +128,10 @@ int32_t supports_sort(void*, const kiln_op_args* args) {
 }  // namespace
 
 void add_scan_sort_kernels(KernelList& list) {
-  list.push_back(catalogue_entry<op::cumsum>(&run_kernel<cumsum_impl>, &supports_cumsum, 0));
+  list.push_back(catalogue_entry<op::cumsum>(&run_kernel<scan_impl<Add, sdk::attrs::cumsum>>,
+                                             &supports_scan, 0));
+  list.push_back(catalogue_entry<op::cumprod>(&run_kernel<scan_impl<Mul, sdk::attrs::cumprod>>,
+                                              &supports_scan, 0));
   list.push_back(catalogue_entry<op::sort>(&run_kernel<sort_impl>, &supports_sort, 0));
 }
 

@@ -1,17 +1,17 @@
-// kiln.cumsum and kiln.sort, with CUB (part of the CUDA toolkit).
+// kiln.cumsum, kiln.cumprod and kiln.sort, with CUB (part of the CUDA toolkit).
 //
 // Both work on the lines along `dim` of a contiguous tensor: [outer, D, inner] is
 // outer·inner lines of D elements at stride `inner`. CUB sees the elements in line order
 // (item k is position k % D of line k / D; Lines::offset says where it is in the tensor).
 //
-// cumsum: one DeviceScan::InclusiveScanByKey over every item, keyed by its line, reading
-// x through an iterator that widens to the accumulator of OPS.md (float64 for
-// float32/float64, float32 for half types, uint64 for integers and bool, so that overflow
-// wraps) and writing through one that rounds once to the output: x is read and y written
-// once. A parallel scan adds in a tree, not from 0 in order: integers are exact; float32
-// and half outputs are the CPU's unless a sum falls within one accumulator rounding of a
-// tie; float64 outputs may differ from the CPU's, and from one run to the next (CUB's
-// decoupled look-back), in the last bits.
+// cumsum and cumprod: one DeviceScan::InclusiveScanByKey over every item, keyed by its
+// line, reading x through an iterator that widens to the accumulator of OPS.md (float64
+// for float32/float64, float32 for half types, uint64 for integers and bool, so that
+// overflow wraps) and writing through one that rounds once to the output: x is read and y
+// written once. A parallel scan combines in a tree, not from 0 in order: integers are
+// exact; float32 and half outputs are the CPU's unless a result falls within one
+// accumulator rounding of a tie; float64 outputs may differ from the CPU's, and from one
+// run to the next (CUB's decoupled look-back), in the last bits.
 //
 // sort: a kernel maps each value to an unsigned key whose order is the catalogue's (every
 // NaN one key above every number, so NaNs keep their input order; -0.0 the key of 0.0;
@@ -76,7 +76,7 @@ struct LineOf {
   KILN_HOST_DEVICE int64_t operator()(int64_t k) const { return k / d; }
 };
 
-// -- cumsum -------------------------------------------------------------------------------
+// -- cumsum, cumprod ---------------------------------------------------------------------
 
 template <class T>
 using scan_acc_t =
@@ -86,6 +86,12 @@ struct Add {
   template <class A>
   KILN_HOST_DEVICE A operator()(A a, A b) const {
     return a + b;  // uint64: wraps, as an int64 sum would
+  }
+};
+struct Mul {
+  template <class A>
+  KILN_HOST_DEVICE A operator()(A a, A b) const {
+    return a * b;  // uint64: the low 64 bits, as an int64 product would have
   }
 };
 
@@ -117,10 +123,11 @@ struct StoreAt {
   }
 };
 
-void cumsum_impl(const OpArgs& args, const Launch& launch) {
+template <class Op, class Attrs>
+void scan_impl(const OpArgs& args, const Launch& launch) {
   args.expect_counts(1, 1);
   const Tensor x = args.input(0), y = args.output(0);
-  const Lines l = lines_of(x, sdk::attrs::cumsum::read(args).dim);
+  const Lines l = lines_of(x, Attrs::read(args).dim);
   expect_same_shape(y, x, "y");
   expect_contiguous(y, "y");
   if (!dispatch<AllTypes>(x.dtype, [&](auto tag) {
@@ -135,7 +142,7 @@ void cumsum_impl(const OpArgs& args, const Launch& launch) {
         const auto in = thrust::make_transform_iterator(items, Widen<T, Acc>{x.ptr<const T>(), l});
         const auto out = thrust::make_tabulate_output_iterator(StoreAt<Out>{y.ptr<Out>(), l});
         run_cub(launch, "cub::DeviceScan::InclusiveScanByKey", [&](void* temp, size_t& bytes) {
-          return cub::DeviceScan::InclusiveScanByKey(temp, bytes, keys, in, out, Add{}, l.items(),
+          return cub::DeviceScan::InclusiveScanByKey(temp, bytes, keys, in, out, Op{}, l.items(),
                                                      ::cuda::std::equal_to<>{}, launch.stream());
         });
       })) {
@@ -144,7 +151,7 @@ void cumsum_impl(const OpArgs& args, const Launch& launch) {
 }
 
 // Beyond the catalogue's rule: the output is int64 for integer and bool inputs.
-int32_t supports_cumsum(void*, const kiln_op_args* args) {
+int32_t supports_scan(void*, const kiln_op_args* args) {
   const kiln_dtype in = input_dtype(args, 0), out = output_dtype(args, 0);
   return is_float_dtype(in) ? out == in : out == KILN_DTYPE_INT64;
 }
@@ -282,7 +289,10 @@ int32_t supports_sort(void*, const kiln_op_args* args) {
 }  // namespace
 
 void add_scan_sort_kernels(KernelList& list) {
-  list.push_back(catalogue_entry<op::cumsum>(&cumsum_impl, &supports_cumsum, 0));
+  list.push_back(
+      catalogue_entry<op::cumsum>(&scan_impl<Add, sdk::attrs::cumsum>, &supports_scan, 0));
+  list.push_back(
+      catalogue_entry<op::cumprod>(&scan_impl<Mul, sdk::attrs::cumprod>, &supports_scan, 0));
   list.push_back(catalogue_entry<op::sort>(&sort_impl, &supports_sort, 0));
 }
 

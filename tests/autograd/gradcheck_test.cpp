@@ -199,6 +199,11 @@ TEST(Gradcheck, TensorMethods) {
   EXPECT_GRADCHECK([](const Inputs& x) { return kiln::einsum("ii->", {x[0]}); }, input({3, 3}));
   EXPECT_GRADCHECK(
       [](const Inputs& x) {
+        return kiln::einsum("...ij,...jk->...ik", {x[0], x[1]});
+      },
+      input({1, 2, 3}), input({2, 3, 2}, -1, 1, 2));
+  EXPECT_GRADCHECK(
+      [](const Inputs& x) {
         return kiln::einsum("ij,j,jk->ik", {x[0], x[1], x[2]});
       },
       input({2, 3}), input({3}, -1, 1, 2), input({3, 2}, -1, 1, 3));

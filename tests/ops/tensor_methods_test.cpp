@@ -1,6 +1,7 @@
 // The PyTorch-habit tensor methods on every device: predicates, std/norm/any/all,
-// flip/roll/repeat/tile/tril/triu/diag, scatter_add/index_add, cumsum, sort/argsort/
-// topk, nonzero/argwhere/where(cond)/masked_select, unique, einsum, F::pad and
+// flip/roll/repeat/tile/tril/triu/diag, scatter/scatter_add/index_add, cumsum/cumprod,
+// sort/argsort/topk, nonzero/argwhere/where(cond)/masked_select/masked_scatter, unique,
+// einsum, F::pad and
 // F::interpolate. Each is checked against a plain-loop float64 reference or against
 // answers printed by Debian's python3-torch 1.13.1 for the same cases
 // (tests/ops/pytorch_reference.py, run by hand on 2026-11-26). Two differences are
@@ -199,7 +200,6 @@ TEST_P(TensorMethods, ScatterAddAndIndexAdd) {
   EXPECT_KILN_ERROR(base.index_add(0, rows, make({1, 2}, {1, 2})), "one slice per index");
 }
 
-TEST_P(TensorMethods, CumsumIsExactForIntegers) {
 // Answers printed by python3-torch 1.13.1 (tests/ops/pytorch_reference.py).
 TEST_P(TensorMethods, CumprodWithZeros) {
   auto x = make({2, 0, 3, 4, 1, -2, 0, 0}, {2, 4}, float64).requires_grad_();
@@ -235,6 +235,7 @@ TEST_P(TensorMethods, MaskedScatterAndScatter) {
   EXPECT_KILN_ERROR(z.scatter(1, make({1, 1}, {1, 2}, int64), make({1, 2}, {1, 2})), "2 times");
 }
 
+TEST_P(TensorMethods, CumsumIsExactForIntegers) {
   const double big = 4611686018427387904.0;  // 2^62
   auto i = make({big, 1, 1, -3}, {4}, int64);
   auto c = i.cumsum(0);
@@ -359,7 +360,20 @@ TEST_P(TensorMethods, EinsumMatchesTheOpsItStandsFor) {
   EXPECT_KILN_ERROR(einsum("ij,jk->ik", {a, a}), "sizes 4 and 3");
   EXPECT_KILN_ERROR(einsum("ij->iz", {a}), "in no operand");
   EXPECT_KILN_ERROR(einsum("ij->ii", {a}), "twice");
-  EXPECT_KILN_ERROR(einsum("...ij->ij", {a}), "ellipsis");
+  // "..." (PyTorch's rules, checked with torch 1.13): batch dims, broadcast, summed.
+  EXPECT_TRUE(matches(einsum("...ij,jk->...ik", {ba, b}), ref_of(matmul(ba, b)), kFloat64Tol));
+  EXPECT_TRUE(matches(einsum("...ij,jk", {ba, b}), ref_of(matmul(ba, b)), kFloat64Tol));
+  EXPECT_TRUE(
+      matches(einsum("...ij,jk->ik", {ba, b}), ref_of(matmul(ba, b).sum({0})), kFloat64Tol));
+  auto c1 = random({1, 3, 2}, 28, float64), d1 = random({4, 2, 1}, 29, float64);
+  EXPECT_TRUE(matches(einsum("...ij,...jk->...ik", {c1, d1}), ref_of(matmul(c1, d1)), kFloat64Tol));
+  EXPECT_TRUE(
+      matches(einsum("b...,b...->b", {ba, ba}), ref_of((ba * ba).sum({1, 2})), kFloat64Tol));
+  EXPECT_TRUE(matches(einsum("...ij->ij", {a}), ref_of(a), kExact));  // "..." of no dims
+  EXPECT_KILN_ERROR(einsum("...ijk->i", {a}), "3 labels besides '...'");
+  EXPECT_KILN_ERROR(einsum("..i->i", {v}), "outside '...'");
+  EXPECT_KILN_ERROR(einsum("...ij,...jk->...ik", {random({2, 3, 2}, 30, float64), d1}),
+                    "do not broadcast");
   EXPECT_KILN_ERROR(einsum("i1->i", {v}), "not a letter");
 }
 

@@ -67,9 +67,10 @@ Tensor all(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
 /// ranks are batched with broadcasting of the batch dimensions.
 Tensor matmul(const Tensor& a, const Tensor& b);
 /// Einstein summation, torch.einsum: "ij,jk->ik" (matmul), "bij,bjk->bik", "i,j->ij"
-/// (outer), "ii->" (trace), "ij->ji"; without "->" the output is the labels used once,
-/// in alphabetical order. Letters only ("..." is not supported); shared labels must
-/// have equal sizes. Made of matmul, sum, permute and index_select: differentiable.
+/// (outer), "ii->" (trace), "ij->ji", "...ij,jk->...ik" (batch dims broadcast as in
+/// PyTorch; an output without "..." sums them); without "->" the output is the "..."
+/// dims, then the labels used once, in alphabetical order. Shared labels must have equal
+/// sizes. Made of matmul, sum, permute and index_select: differentiable.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 
 /// How precise float32 matrix products (matmul and convolutions) must be, with

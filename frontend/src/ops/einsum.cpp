@@ -1,4 +1,6 @@
-// kiln::einsum: Einstein summation made of catalogue ops. Each operand first takes
+// kiln::einsum: Einstein summation made of catalogue ops. "..." is first replaced by
+// letters the equation does not use, one per broadcast dim (right-aligned across the
+// operands, size-1 dims expanded, as PyTorch broadcasts them). Each operand then takes
 // its repeated labels' diagonals (index_select over the merged pair) and sums the
 // labels no one else needs; operands are then joined left to right, each pair as one
 // batched matmul: [batch, left, contracted] x [batch, contracted, right]. Gradients
@@ -26,8 +28,7 @@ std::string parse_labels(const std::string& text, const std::string& equation) {
   std::string out;
   for (char c : text) {
     if (c == ' ') continue;
-    KILN_CHECK(c != '.', "einsum: '...' (ellipsis) is not supported in '", equation,
-               "'; name every dimension");
+    KILN_CHECK(c != '.', "einsum: a '.' outside '...' in '", equation, "'");
     KILN_CHECK(is_label(c), "einsum: '", std::string(1, c), "' in '", equation,
                "' is not a letter");
     out.push_back(c);
@@ -121,19 +122,100 @@ Term join(const Term& a, const Term& b, const std::string& needed, const std::st
   return {matmul(am, bm).reshape(shape), batch + left + right};
 }
 
-}  // namespace
-
-Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) {
-  KILN_CHECK(!operands.empty(), "einsum: expects at least one operand for '", equation, "'");
-  const size_t arrow = equation.find("->");
-  const std::string lhs = equation.substr(0, arrow);
+std::vector<std::string> split_inputs(const std::string& lhs) {
   std::vector<std::string> inputs;
   for (size_t start = 0;;) {
     const size_t comma = lhs.find(',', start);
-    inputs.push_back(parse_labels(lhs.substr(start, comma - start), equation));
-    if (comma == std::string::npos) break;
+    inputs.push_back(lhs.substr(start, comma - start));
+    if (comma == std::string::npos) return inputs;
     start = comma + 1;
   }
+}
+
+// The equation with every "..." spelt out in fresh letters and an explicit output, and
+// the operands with their "..." dims expanded to the broadcast sizes.
+std::string spell_out_ellipsis(const std::string& equation, std::vector<Tensor>& operands) {
+  const size_t arrow = equation.find("->");
+  std::vector<std::string> inputs = split_inputs(equation.substr(0, arrow));
+  if (equation.find("...") == std::string::npos || inputs.size() != operands.size())
+    return equation;  // einsum() reports a count mismatch
+  std::string fresh;
+  for (char c = 'A'; c <= 'z'; ++c)
+    if (is_label(c) && equation.find(c) == std::string::npos) fresh.push_back(c);
+  // How many dims each operand's "..." stands for, and their broadcast sizes.
+  std::vector<int64_t> dims(inputs.size(), 0);
+  std::vector<int64_t> sizes;  // right-aligned: sizes[0] is the first of the longest
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const size_t at = inputs[k].find("...");
+    if (at == std::string::npos) continue;
+    KILN_CHECK(inputs[k].find("...", at + 3) == std::string::npos, "einsum: operand ", k, " of '",
+               equation, "' has two '...'");
+    int64_t named = 0;
+    for (char c : inputs[k]) named += is_label(c) ? 1 : 0;
+    dims[k] = operands[k].dim() - named;
+    KILN_CHECK(dims[k] >= 0, "einsum: operand ", k, " of '", equation, "' has ", named,
+               " labels besides '...' for shape ", operands[k].shape());
+  }
+  const int64_t most = *std::max_element(dims.begin(), dims.end());
+  KILN_CHECK(most <= static_cast<int64_t>(fresh.size()), "einsum: '", equation,
+             "' leaves too few unused letters for its '...' dims");
+  sizes.assign(static_cast<size_t>(most), 1);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const int64_t first = static_cast<int64_t>(inputs[k].find("..."));
+    if (dims[k] == 0) continue;
+    int64_t before = 0;  // the operand's dims named before its "..."
+    for (int64_t i = 0; i < first; ++i) before += is_label(inputs[k][i]) ? 1 : 0;
+    for (int64_t j = 0; j < dims[k]; ++j) {
+      const int64_t n = operands[k].size(before + j);
+      int64_t& size = sizes[static_cast<size_t>(most - dims[k] + j)];
+      KILN_CHECK(n == size || n == 1 || size == 1, "einsum: the '...' dims of '", equation,
+                 "' do not broadcast: ", operands[k].shape(), " has ", n, " where another has ",
+                 size);
+      size = std::max(size, n);
+    }
+  }
+  const std::string all = fresh.substr(0, static_cast<size_t>(most));
+  std::string lhs;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const size_t at = inputs[k].find("...");
+    if (at != std::string::npos) {
+      const std::string mine = all.substr(static_cast<size_t>(most - dims[k]));
+      std::vector<int64_t> shape = operands[k].shape().vec();
+      int64_t before = 0;
+      for (size_t i = 0; i < at; ++i) before += is_label(inputs[k][i]) ? 1 : 0;
+      for (int64_t j = 0; j < dims[k]; ++j)
+        shape[static_cast<size_t>(before + j)] = sizes[static_cast<size_t>(most - dims[k] + j)];
+      operands[k] = operands[k].expand(shape);
+      inputs[k].replace(at, 3, mine);
+    }
+    lhs += (k ? "," : "") + inputs[k];
+  }
+  std::string rhs;
+  if (arrow != std::string::npos) {
+    rhs = equation.substr(arrow + 2);
+    const size_t at = rhs.find("...");
+    if (at != std::string::npos) rhs.replace(at, 3, all);  // else the "..." dims are summed
+  } else {  // implicit: the "..." dims, then the letters used once, in order
+    std::map<char, int> count;
+    for (const std::string& in : split_inputs(equation))
+      for (char c : in) count[c] += is_label(c) ? 1 : 0;
+    rhs = all;
+    for (const auto& [c, n] : count)
+      if (n == 1) rhs.push_back(c);
+  }
+  return lhs + "->" + rhs;
+}
+
+}  // namespace
+
+Tensor einsum(const std::string& given, const std::vector<Tensor>& given_operands) {
+  KILN_CHECK(!given_operands.empty(), "einsum: expects at least one operand for '", given, "'");
+  for (const Tensor& t : given_operands) detail::impl_of(t, "einsum");
+  std::vector<Tensor> operands = given_operands;
+  const std::string equation = spell_out_ellipsis(given, operands);
+  const size_t arrow = equation.find("->");
+  std::vector<std::string> inputs = split_inputs(equation.substr(0, arrow));
+  for (std::string& in : inputs) in = parse_labels(in, given);
   KILN_CHECK(inputs.size() == operands.size(), "einsum: '", equation, "' names ", inputs.size(),
              " operands but ", operands.size(), " were given");
   std::map<char, int> count;

@@ -233,6 +233,17 @@ TEST_P(TensorMethods, MaskedScatterAndScatter) {
   EXPECT_TRUE(matches(z, {3, 4}, {0, 0, -1, 0, 0, 0, -1, 0, 0, 0, -1, 0}));
   // PyTorch leaves the winner of a position named twice unspecified; Kiln refuses.
   EXPECT_KILN_ERROR(z.scatter(1, make({1, 1}, {1, 2}, int64), make({1, 2}, {1, 2})), "2 times");
+  // One scalar written twice is no conflict.
+  EXPECT_TRUE(
+      matches(zeros({3}, opts()).scatter(0, make({1, 1}, {2}, int64), 1.0), {3}, {0, 1, 0}));
+  EXPECT_KILN_ERROR(z.scatter(0, index, src.to(float64)), "src is float64");
+  // A written -0.0 stays -0.0; bool tensors scatter too (the mask-building idiom).
+  auto negative_zero = zeros({1}, opts()).scatter(0, make({0}, {1}, int64), make({-0.0}, {1}));
+  EXPECT_TRUE(std::signbit(negative_zero.to_vector<float>()[0]));
+  auto flags = zeros({4}, opts(kbool));
+  EXPECT_TRUE(matches(flags.scatter(0, make({1, 3}, {2}, int64), true), {4}, {0, 1, 0, 1}));
+  EXPECT_TRUE(matches(flags.scatter(0, make({2, 0}, {2}, int64), make({1, 0}, {2}, kbool)), {4},
+                      {0, 0, 1, 0}));
 }
 
 TEST_P(TensorMethods, CumsumIsExactForIntegers) {
@@ -370,6 +381,15 @@ TEST_P(TensorMethods, EinsumMatchesTheOpsItStandsFor) {
   EXPECT_TRUE(
       matches(einsum("b...,b...->b", {ba, ba}), ref_of((ba * ba).sum({1, 2})), kFloat64Tol));
   EXPECT_TRUE(matches(einsum("...ij->ij", {a}), ref_of(a), kExact));  // "..." of no dims
+  // A "..." dim of size 0 broadcasts like any other (against 1) and gives an empty result.
+  EXPECT_EQ(einsum("...i->...i", {zeros({0, 3}, opts(float64))}).shape().vec(),
+            (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(einsum("...ij,...jk->...ik",
+                   {zeros({0, 2, 3}, opts(float64)), ones({1, 3, 4}, opts(float64))})
+                .shape()
+                .vec(),
+            (std::vector<int64_t>{0, 2, 4}));
+  EXPECT_KILN_ERROR(einsum("...ij,jk->...ik", {ba}), "2 operands but 1");
   EXPECT_KILN_ERROR(einsum("...ijk->i", {a}), "3 labels besides '...'");
   EXPECT_KILN_ERROR(einsum("..i->i", {v}), "outside '...'");
   EXPECT_KILN_ERROR(einsum("...ij,...jk->...ik", {random({2, 3, 2}, 30, float64), d1}),

@@ -248,10 +248,22 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
   return out;
 }
 
-Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  // How often index names each position of x: scatter_add checks the arguments.
+namespace {
+
+// How often `index` names each position of x (int64, x's shape); scatter_add checks the
+// arguments.
+Tensor hit_counts(const Tensor& x, int64_t dim, const Tensor& index) {
   const TensorOptions i64 = TensorOptions(DType::Int64).device(x.device());
-  Tensor hits = scatter_add(zeros(x.shape(), i64), dim, index, ones(index.shape(), i64));
+  return scatter_add(zeros(x.shape(), i64), dim, index, ones(index.shape(), i64));
+}
+
+}  // namespace
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  KILN_CHECK(src.dtype() == x.dtype(), "scatter: src is ", src.dtype(), " where x is ", x.dtype());
+  if (x.dtype() == DType::Bool)  // scatter_add has no bool kernel: 0/1 in uint8
+    return scatter(x.to(DType::UInt8), dim, index, src.to(DType::UInt8)).to(DType::Bool);
+  Tensor hits = hit_counts(x, dim, index);
   if (hits.numel() > 0) {
     Tensor most = hits.max();
     auto scope = profiler::record_function("scatter: read the count (syncs)");
@@ -260,14 +272,17 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
                " times; which value would win is unspecified (PyTorch leaves it to the "
                "backend), so Kiln refuses: use scatter_add or index_put_ with accumulate");
   }
-  // Each named position receives exactly one element of src: a sum of one term.
-  Tensor placed = scatter_add(zeros_like(x), dim, index, src);
-  return where(hits > int64_t{0}, placed, x);
+  // Each named position receives exactly one element of src, added to -0.0 for floats
+  // (so that a written -0.0 stays -0.0).
+  const TensorOptions like = TensorOptions(x.dtype()).device(x.device());
+  Tensor base = is_floating(x.dtype()) ? full(x.shape(), -0.0, like) : zeros(x.shape(), like);
+  return where(hits > int64_t{0}, scatter_add(base, dim, index, src), x);
 }
 
+// One value written, so a position named twice is no conflict.
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
-  return scatter(x, dim, index,
-                 full(index.shape(), value, TensorOptions(x.dtype()).device(x.device())));
+  return where(hit_counts(x, dim, index) > int64_t{0},
+               full(x.shape(), value, TensorOptions(x.dtype()).device(x.device())), x);
 }
 
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {

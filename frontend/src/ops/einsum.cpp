@@ -137,8 +137,9 @@ std::vector<std::string> split_inputs(const std::string& lhs) {
 std::string spell_out_ellipsis(const std::string& equation, std::vector<Tensor>& operands) {
   const size_t arrow = equation.find("->");
   std::vector<std::string> inputs = split_inputs(equation.substr(0, arrow));
-  if (equation.find("...") == std::string::npos || inputs.size() != operands.size())
-    return equation;  // einsum() reports a count mismatch
+  if (equation.find("...") == std::string::npos) return equation;
+  KILN_CHECK(inputs.size() == operands.size(), "einsum: '", equation, "' names ", inputs.size(),
+             " operands but ", operands.size(), " were given");
   std::string fresh;
   for (char c = 'A'; c <= 'z'; ++c)
     if (is_label(c) && equation.find(c) == std::string::npos) fresh.push_back(c);
@@ -171,7 +172,7 @@ std::string spell_out_ellipsis(const std::string& equation, std::vector<Tensor>&
       KILN_CHECK(n == size || n == 1 || size == 1, "einsum: the '...' dims of '", equation,
                  "' do not broadcast: ", operands[k].shape(), " has ", n, " where another has ",
                  size);
-      size = std::max(size, n);
+      if (size == 1) size = n;  // 0 broadcasts against 1 too
     }
   }
   const std::string all = fresh.substr(0, static_cast<size_t>(most));
@@ -208,14 +209,15 @@ std::string spell_out_ellipsis(const std::string& equation, std::vector<Tensor>&
 
 }  // namespace
 
-Tensor einsum(const std::string& given, const std::vector<Tensor>& given_operands) {
-  KILN_CHECK(!given_operands.empty(), "einsum: expects at least one operand for '", given, "'");
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& given_operands) {
+  KILN_CHECK(!given_operands.empty(), "einsum: expects at least one operand for '", equation, "'");
   for (const Tensor& t : given_operands) detail::impl_of(t, "einsum");
   std::vector<Tensor> operands = given_operands;
-  const std::string equation = spell_out_ellipsis(given, operands);
-  const size_t arrow = equation.find("->");
-  std::vector<std::string> inputs = split_inputs(equation.substr(0, arrow));
-  for (std::string& in : inputs) in = parse_labels(in, given);
+  // Parsed in its spelt-out form; messages quote the equation as given.
+  const std::string spelt = spell_out_ellipsis(equation, operands);
+  const size_t arrow = spelt.find("->");
+  std::vector<std::string> inputs = split_inputs(spelt.substr(0, arrow));
+  for (std::string& in : inputs) in = parse_labels(in, equation);
   KILN_CHECK(inputs.size() == operands.size(), "einsum: '", equation, "' names ", inputs.size(),
              " operands but ", operands.size(), " were given");
   std::map<char, int> count;
@@ -226,7 +228,7 @@ Tensor einsum(const std::string& given, const std::vector<Tensor>& given_operand
     for (const auto& [c, n] : count)
       if (n == 1) output.push_back(c);
   } else {
-    output = parse_labels(equation.substr(arrow + 2), equation);
+    output = parse_labels(spelt.substr(arrow + 2), equation);
     for (size_t i = 0; i < output.size(); ++i) {
       KILN_CHECK(count.count(output[i]), "einsum: output label '", std::string(1, output[i]),
                  "' of '", equation, "' is in no operand");

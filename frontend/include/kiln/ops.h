@@ -96,8 +96,9 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 /// rank; index may be smaller than src (the rest of src is unused). Deterministic.
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 /// A copy of x with src's elements written at `index` along `dim`: y[index[i][j]][j] =
-/// src[i][j] for dim 0 (torch.scatter); shapes as scatter_add. A position named twice is
-/// an error (one host read): PyTorch leaves which value wins unspecified. Differentiable.
+/// src[i][j] for dim 0 (torch.scatter); shapes as scatter_add, src of x's dtype. A
+/// position named twice by a tensor src is an error (one host read): PyTorch leaves
+/// which value wins unspecified. A scalar may be written twice. Differentiable.
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value);
 /// A copy of x with src's slice i added at position index[i] along `dim`

@@ -5,25 +5,12 @@
 #include <algorithm>
 
 #include "elementwise.h"
+#include "kiln/sdk/lines.h"
 
 namespace kiln::cpu {
 
-struct Lines {
-  int64_t outer, d, inner;
-  int64_t count() const { return outer * inner; }
-  int64_t base(int64_t line) const { return line / inner * d * inner + line % inner; }
-};
-
-/// The lines of contiguous `x` along `dim`; throws for a bad dim or a strided x.
-inline Lines lines_of(const Tensor& x, int64_t dim) {
-  KILN_SDK_CHECK_ARG(dim >= 0 && dim < x.ndim, "dim ", dim, " is out of range for ",
-                     shape_string(x));
-  expect_contiguous(x, "x");
-  Lines l{1, x.shape[dim], 1};
-  for (int64_t k = 0; k < dim; ++k) l.outer *= x.shape[k];
-  for (int64_t k = dim + 1; k < x.ndim; ++k) l.inner *= x.shape[k];
-  return l;
-}
+using sdk::Lines;
+using sdk::lines_of;
 
 /// Calls fn(first element of the line, stride) for every line, in parallel.
 template <class Fn>

@@ -29,33 +29,14 @@
 
 #include "kernels/common.cuh"
 #include "kernels/registry.h"
+#include "kiln/sdk/lines.h"
 
 namespace kiln::cuda {
 
 namespace {
 
-struct Lines {
-  int64_t outer, d, inner;
-  int64_t count() const { return outer * inner; }
-  int64_t items() const { return outer * d * inner; }
-  /// Where item k (position k % d of line k / d) is in the tensor.
-  KILN_HOST_DEVICE int64_t offset(int64_t k) const {
-    if (inner == 1) return k;
-    const int64_t line = k / d, i = k - line * d;
-    const int64_t o = line / inner;
-    return (o * d + i) * inner + (line - o * inner);
-  }
-};
-
-Lines lines_of(const Tensor& x, int64_t dim) {
-  KILN_SDK_CHECK_ARG(dim >= 0 && dim < x.ndim, "dim ", dim, " is out of range for ",
-                     sdk::shape_string(x));
-  expect_contiguous(x, "x");
-  Lines l{1, x.shape[dim], 1};
-  for (int64_t k = 0; k < dim; ++k) l.outer *= x.shape[k];
-  for (int64_t k = dim + 1; k < x.ndim; ++k) l.inner *= x.shape[k];
-  return l;
-}
+using sdk::Lines;
+using sdk::lines_of;
 
 /// CUB's two-call protocol: ask for the temporary storage, take it from the caching
 /// allocator (stream-ordered scratch), run.

@@ -14,6 +14,7 @@
 
 #include "dnn_util.cuh"
 #include "kernels/registry.h"
+#include "kiln/sdk/lines.h"
 
 namespace kiln::cuda {
 
@@ -21,20 +22,10 @@ namespace {
 
 using namespace dnn;
 
-struct Lines {
-  int64_t outer, d, inner;
-  __host__ __device__ int64_t count() const { return outer * inner; }
-};
+using sdk::Lines;
 
 Lines lines_of(const OpArgs& args, const Tensor& x) {
-  const int64_t dim = sdk::attrs::softmax::read(args).dim;  // all four ops: the same list
-  KILN_SDK_CHECK_ARG(dim >= 0 && dim < x.ndim, "dim ", dim, " is out of range for ",
-                     sdk::shape_string(x));
-  sdk::expect_contiguous(x, "x");
-  Lines l{1, x.shape[dim], 1};
-  for (int64_t k = 0; k < dim; ++k) l.outer *= x.shape[k];
-  for (int64_t k = dim + 1; k < x.ndim; ++k) l.inner *= x.shape[k];
-  return l;
+  return sdk::lines_of(x, sdk::attrs::softmax::read(args).dim);  // all four ops: one list
 }
 
 __device__ __forceinline__ float exp_c(float v) { return expf(v); }

@@ -43,6 +43,7 @@ CLASS_WORDS = {
     "signed": "float, int32, int64",
     "float": "float",
     "float32_64": "float32, float64",
+    "complex": "complex64, complex128",
 }
 # What an op does with its floating-point inputs inside a kiln::autocast scope
 # (frontend/src/amp/autocast.h's AutocastPolicy), and how OPS.md says it.
@@ -106,7 +107,8 @@ def check_catalogue(cat):
             fail(op["name"], f"unknown layout '{op['layout']}'")
         deciding_operand(op)
         for d in op["dtypes"].get("optional", []):
-            if d not in cat["dtype_classes"]["all"] or d in cat["dtype_classes"][op["dtypes"]["class"]]:
+            known = {name for members in cat["dtype_classes"].values() for name in members}
+            if d not in known or d in cat["dtype_classes"][op["dtypes"]["class"]]:
                 fail(op["name"], f"optional dtype '{d}' is not a dtype outside the op's class")
         check_attributes(op)
         if op.get("autocast", "lower") not in AUTOCAST_POLICIES:
@@ -291,11 +293,12 @@ def main():
 #
 # A pointwise op's entry carries, beyond the ABI fields:
 #   "frontend": {"function": "exp", "promote": "float", "method": true,
-#                "inplace": false, "scalar": false}
+#                "inplace": false, "scalar": false, "complex": false}
 #       function  the kiln:: free function; promote: how operand dtypes become the
 #       computation's (arith | float | compare | logical); method: a Tensor method too;
 #       inplace: a Tensor method <function>_ (result kept in the tensor's dtype; not for
-#       compare/logical ops); scalar: Scalar overloads (binary)
+#       compare/logical ops); scalar: Scalar overloads (binary); complex: complex operands
+#       go to the frontend's complex spelling (ops/complex.h) instead of being refused
 #   "functor": "Exp"      the kiln::sdk functor (kiln/sdk/functors.h) every plugin's
 #       generic loop applies; the op is then registered by KILN_*_POINTWISE_OPS
 #   "gradient": {"x": "grad * result"}  one C++ expression per input over the inputs,
@@ -481,6 +484,7 @@ def frontend_definitions(cat):
            '#include "autograd/formulas.h"\n'
            '#include "autograd/record.h"\n'
            '#include "kiln/ops.h"\n'
+           '#include "ops/complex.h"\n'
            '#include "ops/pointwise.h"\n\n'
            "namespace kiln {\n\n"
            "using detail::OpId;\nusing detail::Promote;\nusing namespace detail::formulas;\n"
@@ -494,6 +498,10 @@ def frontend_definitions(cat):
         kind = "unary" if len(names) == 1 else "binary"
         call = f"detail::pointwise_{kind}(OpId::{short}, \"{fn}\", {', '.join(names)}, {promote})"
         out.append(f"Tensor {fn}({parameters(op)}) {{\n")
+        if fe.get("complex"):
+            operands = ", ".join(f"&{n}" for n in names)
+            out.append(f"  if (detail::any_complex({{{operands}}})) [[unlikely]]\n"
+                       f"    return detail::complex_pointwise(OpId::{short}, \"{fn}\", {', '.join(names)});\n")
         if "autocast" in op:
             # Under autocast: run again on the cast inputs, whose casts autograd records.
             casts = ", ".join(f"{n}_cast = detail::autocast(OpId::{short}, {n})" for n in names)

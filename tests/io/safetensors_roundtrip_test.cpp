@@ -68,11 +68,21 @@ Tensor patterned(DType dtype) {
       std::vector<uint8_t> v = {1, 0, 0, 1, 1, 0};
       return copy_from_blob(v.data(), {2, 3}, dtype);
     }
+    case DType::Complex64: {  // C64: (re, im) float32 pairs, -0 and NaN parts included
+      std::vector<float> v = {
+          1.5f, -2, -0.0f, std::numeric_limits<float>::quiet_NaN(), 3, 4, 1e-42f, 0, -7, 8, 9, -10};
+      return copy_from_blob(v.data(), {2, 3}, dtype);
+    }
+    case DType::Complex128: {  // C128
+      std::vector<double> v = {1.0 / 3, -1, 0, -0.0, 5e-324, 2, 3, 4, -5, 6, 7, 1e300};
+      return copy_from_blob(v.data(), {2, 3}, dtype);
+    }
   }
   return {};
 }
 
-const DType kAllDTypes[] = {float32, float64, float16, bfloat16, int32, int64, uint8, kbool};
+const DType kAllDTypes[] = {float32, float64, float16, bfloat16,  int32,
+                            int64,   uint8,   kbool,   complex64, complex128};
 
 TEST(SafetensorsRoundTrip, EveryDTypeBitForBit) {
   TempDir dir;

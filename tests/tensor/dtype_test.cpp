@@ -6,7 +6,8 @@
 namespace kiln {
 namespace {
 
-constexpr DType kAllDTypes[] = {float32, float64, float16, bfloat16, int32, int64, uint8, kbool};
+constexpr DType kAllDTypes[] = {float32, float64, float16, bfloat16,  int32,
+                                int64,   uint8,   kbool,   complex64, complex128};
 
 TEST(DType, NumericValuesAreTheAbiValues) {
   EXPECT_EQ(static_cast<int32_t>(float32), 1);
@@ -17,6 +18,8 @@ TEST(DType, NumericValuesAreTheAbiValues) {
   EXPECT_EQ(static_cast<int32_t>(int64), 6);
   EXPECT_EQ(static_cast<int32_t>(uint8), 7);
   EXPECT_EQ(static_cast<int32_t>(kbool), 8);
+  EXPECT_EQ(static_cast<int32_t>(complex64), 9);  // ABI 1.3
+  EXPECT_EQ(static_cast<int32_t>(complex128), 10);
 }
 
 TEST(DType, ElementSize) {
@@ -28,6 +31,23 @@ TEST(DType, ElementSize) {
   EXPECT_EQ(element_size(int64), 8u);
   EXPECT_EQ(element_size(uint8), 1u);
   EXPECT_EQ(element_size(kbool), 1u);
+  EXPECT_EQ(element_size(complex64), 8u);
+  EXPECT_EQ(element_size(complex128), 16u);
+}
+
+TEST(DType, ComplexPromotionKeepsThePrecisionOfBoth) {
+  EXPECT_EQ(promote_types(complex64, float32), complex64);
+  EXPECT_EQ(promote_types(complex64, float64), complex128);  // PyTorch's rule
+  EXPECT_EQ(promote_types(complex64, float16), complex64);
+  EXPECT_EQ(promote_types(int64, complex64), complex64);
+  EXPECT_EQ(promote_types(kbool, complex128), complex128);
+  EXPECT_EQ(promote_types(complex64, complex128), complex128);
+  EXPECT_TRUE(is_complex(complex64));
+  EXPECT_FALSE(is_complex(float64));
+  EXPECT_FALSE(is_floating(complex128));
+  EXPECT_EQ(real_dtype(complex128), float64);
+  EXPECT_EQ(complex_dtype(float32), complex64);
+  EXPECT_EQ(Scalar(2.5).result_type(complex64), complex64);
 }
 
 TEST(DType, NamesAsPyTorchSpellsThemAndRoundTrip) {

@@ -1,5 +1,5 @@
 /*
- * kiln/c_api.h — the Kiln plugin ABI, version 1.1.
+ * kiln/c_api.h — the Kiln plugin ABI, version 1.3.
  *
  * This header is the whole contract between libkiln (the frontend) and a backend
  * plugin. It is plain C11: opaque handles, fixed-width integers, enums with explicit
@@ -67,7 +67,7 @@ extern "C" {
 #endif
 
 #define KILN_ABI_MAJOR 1
-#define KILN_ABI_MINOR 2
+#define KILN_ABI_MINOR 3
 
 /* The one symbol a plugin exports, and the file-name rule the loader uses. */
 #define KILN_PLUGIN_ENTRY_SYMBOL "kiln_plugin_init"
@@ -119,7 +119,12 @@ typedef enum kiln_dtype {
   KILN_DTYPE_INT32 = 5,
   KILN_DTYPE_INT64 = 6,
   KILN_DTYPE_UINT8 = 7,
-  KILN_DTYPE_BOOL = 8 /* one byte, 0 or 1 */
+  KILN_DTYPE_BOOL = 8, /* one byte, 0 or 1 */
+  /* 1.3: complex numbers, stored as (real, imaginary) pairs of float32 or float64 (C's
+   * float _Complex and double _Complex, C++'s std::complex). The frontend sends them only
+   * to a plugin that reports ABI 1.3 or later, and only in the ops whose dtypes name them. */
+  KILN_DTYPE_COMPLEX64 = 9,
+  KILN_DTYPE_COMPLEX128 = 10
 } kiln_dtype;
 
 /* Opaque handles. Their contents belong to the plugin. */
@@ -622,6 +627,9 @@ static inline const kiln_attr* kiln_find_attr(const kiln_op_args* args, const ch
 /* Size in bytes of one element of `dtype`, or 0 for an unknown dtype. */
 static inline size_t kiln_dtype_size(int32_t dtype) {
   switch (dtype) {
+    case KILN_DTYPE_COMPLEX128:
+      return 16;
+    case KILN_DTYPE_COMPLEX64:
     case KILN_DTYPE_FLOAT64:
     case KILN_DTYPE_INT64:
       return 8;

@@ -211,7 +211,9 @@ struct GradcheckResult {
 /// Compares the gradients backward() computes for `fn` with central finite
 /// differences, in float64: inputs are converted to float64 (those that require
 /// grad keep requiring it), the output is projected onto a fixed random tensor, and
-/// every element of every input that requires grad is perturbed by ±eps. Passes
+/// every element of every input that requires grad is perturbed by ±eps (complex inputs,
+/// in complex128: the real and the imaginary part of each, one at a time; a complex output
+/// is projected through its real and imaginary parts). Passes
 /// when |analytic − numerical| <= atol + rtol·|numerical| everywhere.
 GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
                           const std::vector<Tensor>& inputs, double eps = 1e-6, double atol = 1e-5,

@@ -2,6 +2,7 @@
 /// @file dtype.h
 /// Element types. The numeric values are the ABI's (kiln_dtype) and never change.
 
+#include <complex>
 #include <cstddef>
 #include <cstdint>
 #include <iosfwd>
@@ -18,6 +19,8 @@ enum class DType : int32_t {
   Int64 = 6,
   UInt8 = 7,
   Bool = 8,
+  Complex64 = 9,    ///< (real, imaginary) float32 pairs: std::complex<float>
+  Complex128 = 10,  ///< (real, imaginary) float64 pairs: std::complex<double>
 };
 
 inline constexpr DType float32 = DType::Float32;
@@ -28,6 +31,8 @@ inline constexpr DType int32 = DType::Int32;
 inline constexpr DType int64 = DType::Int64;
 inline constexpr DType uint8 = DType::UInt8;
 inline constexpr DType kbool = DType::Bool;
+inline constexpr DType complex64 = DType::Complex64;
+inline constexpr DType complex128 = DType::Complex128;
 
 /// Bytes per element.
 size_t element_size(DType dtype);
@@ -37,10 +42,16 @@ std::string_view dtype_name(DType dtype);
 DType dtype_from_name(std::string_view name);
 bool is_floating(DType dtype);  ///< float32, float64, float16, bfloat16
 bool is_integral(DType dtype);  ///< int32, int64, uint8 (not bool)
+bool is_complex(DType dtype);   ///< complex64, complex128
+/// complex64 -> float32, complex128 -> float64; any other dtype is returned as it is.
+DType real_dtype(DType dtype);
+/// float64 -> complex128, every other dtype -> complex64 (a complex dtype stays itself).
+DType complex_dtype(DType dtype);
 
 /// The dtype two operands are computed in (PyTorch's promotion for tensors of
 /// equal standing): bool < uint8 < int32 < int64 < bfloat16/float16 < float32 <
-/// float64; float16 with bfloat16 gives float32.
+/// float64 < complex64 < complex128; float16 with bfloat16 gives float32, and a complex
+/// dtype with float64 gives complex128.
 DType promote_types(DType a, DType b);
 
 /// The C++ type stored for a dtype: dtype_of<float> == float32, and so on.
@@ -69,6 +80,14 @@ constexpr DType dtype_of<uint8_t>() {
 template <>
 constexpr DType dtype_of<bool>() {
   return DType::Bool;
+}
+template <>
+constexpr DType dtype_of<std::complex<float>>() {
+  return DType::Complex64;
+}
+template <>
+constexpr DType dtype_of<std::complex<double>>() {
+  return DType::Complex128;
 }
 
 std::ostream& operator<<(std::ostream& out, DType dtype);

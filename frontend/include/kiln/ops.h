@@ -42,6 +42,28 @@ Tensor isfinite(const Tensor& x);
 /// True when every element pair satisfies |a - b| <= atol + rtol * |b| (NaNs unequal).
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
 
+// -- complex numbers -----------------------------------------------------------------
+// complex64 and complex128 hold (real, imaginary) pairs of float32 or float64. add, sub,
+// mul, div, neg, abs, sum, mean and matmul take them (a real operand is promoted);
+// ops with no complex meaning (comparisons, max, relu, ...) refuse them. Gradients follow
+// PyTorch's convention: a complex input's gradient is dL/d(re) + i·dL/d(im).
+/// The pairs of complex `x` as a real view of shape [..., 2] (shares x's memory).
+Tensor view_as_real(const Tensor& x);
+/// The inverse view: float32/float64 [..., 2] with last stride 1 and even other strides.
+Tensor view_as_complex(const Tensor& x);
+/// The real or imaginary parts of complex `x` as views; real(x) of a real x is x.
+Tensor real(const Tensor& x);
+Tensor imag(const Tensor& x);
+/// re + i·im, broadcast; both float32 or both float64.
+Tensor complex(const Tensor& re, const Tensor& im);
+/// abs·(cos(angle) + i·sin(angle)).
+Tensor polar(const Tensor& abs, const Tensor& angle);
+/// The complex conjugate, as a new tensor (Kiln has no lazy conjugate bit); a real x is
+/// returned as it is.
+Tensor conj(const Tensor& x);
+/// The argument atan2(imag, real) in (-π, π]; for a real x, 0 or π (x < 0).
+Tensor angle(const Tensor& x);
+
 // -- reductions -----------------------------------------------------------------------
 Tensor sum(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);

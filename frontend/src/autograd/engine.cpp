@@ -180,8 +180,10 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
   KILN_CHECK(is_leaf(),
              "requires_grad_: only leaf tensors can change requires_grad; use "
              "detach() to get a leaf");
-  KILN_CHECK(!requires_grad || is_floating(impl.dtype),
-             "requires_grad_: only floating-point tensors can require gradients, got ", impl.dtype);
+  KILN_CHECK(!requires_grad || is_floating(impl.dtype) || is_complex(impl.dtype),
+             "requires_grad_: only floating-point and complex tensors can require gradients, "
+             "got ",
+             impl.dtype);
   ag::meta_of(*this).requires_grad = requires_grad;
   return *this;
 }

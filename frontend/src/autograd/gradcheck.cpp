@@ -1,4 +1,6 @@
-// gradcheck: analytic gradients against central finite differences, in float64.
+// gradcheck: analytic gradients against central finite differences, in float64. A complex
+// input or output counts as its (real, imaginary) pairs: each part of a complex input is
+// perturbed on its own, which checks PyTorch's convention grad = dL/d(re) + i·dL/d(im).
 
 #include <cmath>
 #include <sstream>
@@ -25,8 +27,11 @@ Tensor projection_like(const Tensor& out) {
   return from_vector<double>(w, out.shape(), TensorOptions(DType::Float64).device(out.device()));
 }
 
+// A complex tensor as its real pairs; a real one as it is.
+Tensor pairs_of(const Tensor& t) { return is_complex(t.dtype()) ? view_as_real(t) : t; }
+
 double project(const Tensor& out, const Tensor& w) {
-  return (out.to(DType::Float64) * w).sum().item<double>();
+  return (pairs_of(out).to(DType::Float64) * w).sum().item<double>();
 }
 
 }  // namespace
@@ -37,7 +42,9 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
   std::vector<bool> wants;
   for (const Tensor& t : inputs) {
     bool w = t.requires_grad();
-    Tensor c = is_floating(t.dtype()) ? t.detach().to(DType::Float64).clone() : t.detach();
+    Tensor c = is_floating(t.dtype())  ? t.detach().to(DType::Float64).clone()
+               : is_complex(t.dtype()) ? t.detach().to(DType::Complex128).clone()
+                                       : t.detach();
     if (w) c.requires_grad_();
     x.push_back(c);
     wants.push_back(w);
@@ -45,8 +52,8 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
   GradcheckResult result;
   Tensor out = fn(x);
   KILN_CHECK(out.requires_grad(), "gradcheck: the function's output does not require grad");
-  Tensor w = projection_like(out);
-  (out.to(DType::Float64) * w).sum().backward();
+  Tensor w = projection_like(pairs_of(out));
+  (pairs_of(out).to(DType::Float64) * w).sum().backward();
 
   std::ostringstream msg;
   result.ok = true;
@@ -54,16 +61,18 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
   for (size_t i = 0; i < x.size(); ++i) {
     if (!wants[i]) continue;
     Tensor analytic = x[i].grad();
-    std::vector<double> a =
-        analytic.defined() ? analytic.to_vector<double>() : std::vector<double>(x[i].numel(), 0.0);
-    std::vector<double> values = x[i].to_vector<double>();
+    const Tensor pairs = pairs_of(x[i]);
+    std::vector<double> a = analytic.defined() ? pairs_of(analytic).to_vector<double>()
+                                               : std::vector<double>(pairs.numel(), 0.0);
+    std::vector<double> values = pairs.to_vector<double>();
     for (size_t j = 0; j < values.size(); ++j) {
       auto perturbed = [&](double delta) {
         std::vector<double> v = values;
         v[j] += delta;
         std::vector<Tensor> args = x;
-        args[i] = from_vector<double>(v, x[i].shape(),
+        args[i] = from_vector<double>(v, pairs.shape(),
                                       TensorOptions(DType::Float64).device(x[i].device()));
+        if (is_complex(x[i].dtype())) args[i] = view_as_complex(args[i]);
         return project(fn(args), w);
       };
       double numerical = (perturbed(eps) - perturbed(-eps)) / (2 * eps);

@@ -30,6 +30,10 @@ DLDataType dl_dtype(DType dtype) {
     case DType::UInt8:
     case DType::Bool:
       return {kDLUInt, 8, 1};
+    case DType::Complex64:
+      return {kDLComplex, 64, 1};
+    case DType::Complex128:
+      return {kDLComplex, 128, 1};
   }
   KILN_FAIL("to_dlpack: dtype ", static_cast<int>(dtype), " has no DLPack type");
 }
@@ -43,10 +47,12 @@ DType kiln_dtype(DLDataType t) {
   if (t.code == kDLInt && t.bits == 32) return DType::Int32;
   if (t.code == kDLInt && t.bits == 64) return DType::Int64;
   if (t.code == kDLUInt && t.bits == 8) return DType::UInt8;
+  if (t.code == kDLComplex && t.bits == 64) return DType::Complex64;
+  if (t.code == kDLComplex && t.bits == 128) return DType::Complex128;
   KILN_FAIL("from_dlpack: DLPack type code ", static_cast<int>(t.code), " with ",
             static_cast<int>(t.bits),
             " bits has no Kiln dtype (float16/32/64, bfloat16, "
-            "int32, int64, uint8)");
+            "int32, int64, uint8, complex64, complex128)");
 }
 
 DLDevice dl_device(const detail::DeviceContext& device) {

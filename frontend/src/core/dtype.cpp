@@ -32,16 +32,21 @@ std::string_view dtype_name(DType dtype) {
       return "uint8";
     case DType::Bool:
       return "bool";
+    case DType::Complex64:
+      return "complex64";
+    case DType::Complex128:
+      return "complex128";
   }
   return "invalid";
 }
 
 DType dtype_from_name(std::string_view name) {
   for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32,
-                  DType::Int64, DType::UInt8, DType::Bool})
+                  DType::Int64, DType::UInt8, DType::Bool, DType::Complex64, DType::Complex128})
     if (dtype_name(d) == name) return d;
   KILN_FAIL("unknown dtype '", name,
-            "' (expected float32, float64, float16, bfloat16, int32, int64, uint8 or bool)");
+            "' (expected float32, float64, float16, bfloat16, int32, int64, uint8, bool, "
+            "complex64 or complex128)");
 }
 
 bool is_floating(DType d) {
@@ -49,6 +54,16 @@ bool is_floating(DType d) {
 }
 
 bool is_integral(DType d) { return d == DType::Int32 || d == DType::Int64 || d == DType::UInt8; }
+
+bool is_complex(DType d) { return d == DType::Complex64 || d == DType::Complex128; }
+
+DType real_dtype(DType d) {
+  return d == DType::Complex64 ? DType::Float32 : d == DType::Complex128 ? DType::Float64 : d;
+}
+
+DType complex_dtype(DType d) {
+  return d == DType::Float64 || d == DType::Complex128 ? DType::Complex128 : DType::Complex64;
+}
 
 namespace {
 int rank(DType d) {
@@ -68,6 +83,10 @@ int rank(DType d) {
       return 5;
     case DType::Float64:
       return 6;
+    case DType::Complex64:
+      return 7;
+    case DType::Complex128:
+      return 8;
   }
   return -1;
 }
@@ -78,6 +97,9 @@ DType promote_types(DType a, DType b) {
   if ((a == DType::Float16 && b == DType::BFloat16) ||
       (a == DType::BFloat16 && b == DType::Float16))
     return DType::Float32;
+  // complex64 with float64 keeps float64's precision: complex128.
+  if (is_complex(a) || is_complex(b))
+    return complex_dtype(promote_types(real_dtype(a), real_dtype(b)));
   return rank(a) >= rank(b) ? a : b;
 }
 
@@ -96,7 +118,11 @@ DType Scalar::natural_dtype() const {
 }
 
 DType Scalar::result_type(DType tensor_dtype) const {
-  int tensor_category = tensor_dtype == DType::Bool ? 0 : is_integral(tensor_dtype) ? 1 : 2;
+  // A complex tensor (category 3) keeps its dtype with any real scalar.
+  int tensor_category = tensor_dtype == DType::Bool ? 0
+                        : is_integral(tensor_dtype) ? 1
+                        : is_complex(tensor_dtype)  ? 3
+                                                    : 2;
   int scalar_category = static_cast<int>(kind_);
   return scalar_category > tensor_category ? natural_dtype() : tensor_dtype;
 }

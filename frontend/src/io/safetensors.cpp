@@ -14,9 +14,10 @@ struct DTypeName {
   std::string_view name;
 };
 constexpr DTypeName kNames[] = {
-    {DType::Float32, "F32"},   {DType::Float64, "F64"}, {DType::Float16, "F16"},
-    {DType::BFloat16, "BF16"}, {DType::Int32, "I32"},   {DType::Int64, "I64"},
-    {DType::UInt8, "U8"},      {DType::Bool, "BOOL"},
+    {DType::Float32, "F32"},     {DType::Float64, "F64"}, {DType::Float16, "F16"},
+    {DType::BFloat16, "BF16"},   {DType::Int32, "I32"},   {DType::Int64, "I64"},
+    {DType::UInt8, "U8"},        {DType::Bool, "BOOL"},   {DType::Complex64, "C64"},
+    {DType::Complex128, "C128"},
 };
 
 }  // namespace
@@ -33,13 +34,14 @@ DType dtype_from_safetensors_name(std::string_view name) {
   // Spellings the format defines but Kiln has no dtype for.
   static constexpr std::string_view kOther[] = {"I8",      "I16",     "U16",     "U32",
                                                 "U64",     "F8_E5M2", "F8_E4M3", "F8_E8M0",
-                                                "F6_E2M3", "F6_E3M2", "F4",      "C64"};
+                                                "F6_E2M3", "F6_E3M2", "F4"};
   for (std::string_view other : kOther)
     if (other == name)
       KILN_FAIL("safetensors dtype '", name,
-                "' is not supported by Kiln (supported: F32, F64, F16, BF16, I32, I64, U8, BOOL)");
+                "' is not supported by Kiln (supported: F32, F64, F16, BF16, I32, I64, U8, BOOL, "
+                "C64, C128)");
   KILN_FAIL("unknown safetensors dtype '", name,
-            "' (Kiln reads F32, F64, F16, BF16, I32, I64, U8, BOOL)");
+            "' (Kiln reads F32, F64, F16, BF16, I32, I64, U8, BOOL, C64, C128)");
 }
 
 bool SafetensorsFile::contains(std::string_view name) const {

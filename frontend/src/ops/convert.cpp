@@ -79,11 +79,12 @@ Tensor Tensor::to(const Device& device) const {
 Tensor Tensor::to(DType dtype) const {
   const auto& impl = detail::impl_of(*this, "to");
   Tensor out = detail::cast(*this, dtype);
-  if (impl.dtype != dtype && is_floating(dtype) && ag::needs_grad({this}))
+  if (impl.dtype != dtype && (is_floating(dtype) || is_complex(dtype)) && ag::needs_grad({this}))
     ag::record(
         "ToDtypeBackward", out, {this}, {},
         [from = impl.dtype](const std::vector<Tensor>&, const Tensor& g) -> std::vector<Tensor> {
-          return {g.to(from)};
+          // A real input promoted to complex gets the real part (PyTorch's rule).
+          return {is_complex(g.dtype()) && !is_complex(from) ? real(g).to(from) : g.to(from)};
         });
   return out;
 }
@@ -159,6 +160,8 @@ KILN_INSTANTIATE(int32_t)
 KILN_INSTANTIATE(int64_t)
 KILN_INSTANTIATE(uint8_t)
 KILN_INSTANTIATE(bool)
+KILN_INSTANTIATE(std::complex<float>)
+KILN_INSTANTIATE(std::complex<double>)
 #undef KILN_INSTANTIATE
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {

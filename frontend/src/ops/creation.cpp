@@ -163,5 +163,9 @@ template Tensor from_vector<int32_t>(const std::vector<int32_t>&, IntArrayRef, T
 template Tensor from_vector<int64_t>(const std::vector<int64_t>&, IntArrayRef, TensorOptions);
 template Tensor from_vector<uint8_t>(const std::vector<uint8_t>&, IntArrayRef, TensorOptions);
 template Tensor from_vector<bool>(const std::vector<bool>&, IntArrayRef, TensorOptions);
+template Tensor from_vector<std::complex<float>>(const std::vector<std::complex<float>>&,
+                                                 IntArrayRef, TensorOptions);
+template Tensor from_vector<std::complex<double>>(const std::vector<std::complex<double>>&,
+                                                  IntArrayRef, TensorOptions);
 
 }  // namespace kiln

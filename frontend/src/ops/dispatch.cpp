@@ -12,6 +12,7 @@
 #include "kiln/error.h"
 #include "kiln/runtime.h"
 #include "op_dtype_rules.h"
+#include "ops/complex.h"
 #include "profiler/profiler_hooks.h"
 #include "runtime/log.h"
 #include "runtime/registry.h"
@@ -364,6 +365,11 @@ void run_kernel(const KernelSlot& slot, const kiln_op_args& args, DeviceContext*
                                                        std::span<const kiln_attr> attrs) {
   KILN_CHECK(inputs.size() <= kMaxOperands && outputs.size() <= kMaxOperands, op_name(op),
              ": too many operands");
+  // Complex copies and fills are real ones on the pairs' components (ops/complex.h).
+  if ((op == OpId::copy || op == OpId::fill) &&
+      (is_complex(outputs[0]->dtype) || (!inputs.empty() && is_complex(inputs[0]->dtype))))
+      [[unlikely]]
+    return complex_copy_or_fill(op, inputs, outputs, attrs);
   DeviceContext* dev = (outputs.empty() ? inputs[0] : outputs[0])->device();
   check_catalogue_rules(op, dev, inputs, outputs);
   const KernelSlot& slot = dev->kernel(op);
@@ -426,6 +432,13 @@ void dispatch_named(const KernelSlot& slot, const std::string& name,
              ": too many operands (at most ", kMaxOperands, " inputs and ", kMaxOperands,
              " outputs)");
   DeviceContext* dev = (outputs.empty() ? inputs[0] : outputs[0])->device();
+  // The complex dtypes are ABI 1.3's: an older plugin never receives them.
+  if (dev->api()->abi_minor < 3)
+    for (auto operands : {inputs, outputs})
+      for (const TensorImpl* t : operands)
+        KILN_CHECK(!is_complex(t->dtype), name, ": plugin '", dev->api()->name, "' speaks ABI 1.",
+                   dev->api()->abi_minor, ", which has no ", t->dtype,
+                   " (complex dtypes are ABI 1.3)");
   auto run = [&] {
     KernelArgs call(inputs, outputs, attrs);
     if (!kernel_supports(slot, call.args, dev, name.c_str()))

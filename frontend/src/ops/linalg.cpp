@@ -10,6 +10,7 @@
 #include "kiln/autograd.h"
 #include "kiln/ops.h"
 #include "ops/common.h"
+#include "ops/complex.h"
 #include "runtime/log.h"
 
 namespace kiln {
@@ -96,6 +97,8 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (detail::any_complex({&a, &b})) [[unlikely]]
+    return detail::complex_matmul(a, b);
   if (detail::autocast_on) {
     Tensor ac = a, bc = b;
     if (detail::autocast_inputs(detail::OpId::matmul, {&ac, &bc})) return matmul(ac, bc);

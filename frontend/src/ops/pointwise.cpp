@@ -6,6 +6,7 @@
 
 #include "autograd/record.h"
 #include "ops/common.h"
+#include "ops/complex.h"
 
 namespace kiln::detail {
 
@@ -20,6 +21,12 @@ DType result_dtype(Promote promote, DType computed) {
   return promote == Promote::Compare || promote == Promote::Logical ? DType::Bool : computed;
 }
 
+// Reached only by ops without a complex spelling (comparisons, max, relu, exp, ...).
+void check_not_complex(const char* op, DType a, DType b) {
+  KILN_CHECK(!is_complex(a) && !is_complex(b), op, ": not supported for complex tensors (",
+             is_complex(a) ? a : b, ")");
+}
+
 void check_not_bool(const char* op, DType dtype) {
   KILN_CHECK(dtype != DType::Bool, op,
              ": not supported for bool tensors (convert with "
@@ -31,6 +38,7 @@ void check_not_bool(const char* op, DType dtype) {
 Tensor pointwise_unary(OpId op, const char* name, const Tensor& x, Promote promote,
                        std::span<const kiln_attr> attrs) {
   const auto& impl = impl_of(x, name);
+  check_not_complex(name, impl.dtype, impl.dtype);
   DType dtype = compute_dtype(promote, impl.dtype);
   if (promote == Promote::Arith) check_not_bool(name, dtype);
   Tensor in = cast(x, dtype);
@@ -42,6 +50,7 @@ Tensor pointwise_unary(OpId op, const char* name, const Tensor& x, Promote promo
 Tensor pointwise_binary(OpId op, const char* name, const Tensor& a, const Tensor& b,
                         Promote promote) {
   check_same_device(name, {&a, &b});
+  check_not_complex(name, a.dtype(), b.dtype());
   DType dtype = compute_dtype(promote, promote_types(a.dtype(), b.dtype()));
   if (promote == Promote::Arith) check_not_bool(name, dtype);
   Tensor ca = cast(a, dtype), cb = cast(b, dtype);
@@ -62,6 +71,8 @@ Tensor pointwise_binary(OpId op, const char* name, const Tensor& a, const Tensor
 Tensor& pointwise_inplace(OpId op, const char* name, Tensor& self, const Tensor& other,
                           Promote promote) {
   check_same_device(name, {&self, &other});
+  if (any_complex({&self, &other})) [[unlikely]]
+    return complex_pointwise_inplace(op, name, self, other);
   autograd_impl::check_inplace(self, name, &other);
   const auto& impl = *self.impl();
   DType dtype = impl.dtype;
@@ -86,6 +97,7 @@ Tensor& pointwise_inplace(OpId op, const char* name, Tensor& self, const Tensor&
 Tensor& pointwise_unary_inplace(OpId op, const char* name, Tensor& self, Promote promote,
                                 std::span<const kiln_attr> attrs) {
   const auto& impl = impl_of(self, name);
+  check_not_complex(name, impl.dtype, impl.dtype);
   autograd_impl::check_inplace(self, name);
   const DType dtype = compute_dtype(promote, impl.dtype);
   KILN_CHECK(dtype == impl.dtype, name, ": the result type ", dtype,

@@ -22,7 +22,6 @@ constexpr int64_t kEdgeItems = 3;
 
 struct Formatter {
   enum class Style { Integer, FloatIntegral, Fixed, Scientific, Bool } style;
-  size_t width = 0;
 
   std::string format(double v) const {
     char buf[64];
@@ -72,14 +71,14 @@ Formatter make_formatter(DType dtype, const std::vector<double>& values) {
     else
       f.style = Formatter::Style::Fixed;
   }
-  for (double v : values) f.width = std::max(f.width, f.format(v).size());
   return f;
 }
 
-// Prints the (possibly summarized) contiguous `values` with `shape`; `cut[d]` says
-// whether dimension d was cut to its first and last kEdgeItems entries.
-void print_dims(std::ostream& out, const std::vector<double>& values, IntArrayRef shape,
-                const std::vector<bool>& cut, const Formatter& f, size_t dim, int64_t base,
+// Prints the (possibly summarized) contiguous `cells` with `shape`, right-aligned to
+// `width`; `cut[d]` says whether dimension d was cut to its first and last kEdgeItems
+// entries.
+void print_dims(std::ostream& out, const std::vector<std::string>& cells, IntArrayRef shape,
+                const std::vector<bool>& cut, size_t width, size_t dim, int64_t base,
                 int64_t stride, size_t indent) {
   out << '[';
   int64_t n = shape[dim];
@@ -101,10 +100,10 @@ void print_dims(std::ostream& out, const std::vector<double>& values, IntArrayRe
         out << std::string(shape.size() - dim - 1, '\n') << std::string(indent + dim + 1, ' ');
     }
     if (last) {
-      std::string s = f.format(values[static_cast<size_t>(base + i)]);
-      out << std::string(f.width - s.size(), ' ') << s;
+      const std::string& s = cells[static_cast<size_t>(base + i)];
+      out << std::string(width - s.size(), ' ') << s;
     } else {
-      print_dims(out, values, shape, cut, f, dim + 1, base + i * inner, inner, indent);
+      print_dims(out, cells, shape, cut, width, dim + 1, base + i * inner, inner, indent);
     }
   }
   out << ']';
@@ -124,20 +123,35 @@ std::ostream& operator<<(std::ostream& out, const Tensor& t) {
       cut[static_cast<size_t>(d)] = true;
     }
   }
-  std::vector<double> values = shown.to_vector<double>();
-  Formatter f = make_formatter(t.dtype(), values);
+  // A complex element prints as PyTorch's "1.5000-2.0000j", both parts in one format.
+  const bool complex_values = is_complex(t.dtype());
+  std::vector<double> values = (complex_values ? view_as_real(shown) : shown).to_vector<double>();
+  Formatter f = make_formatter(real_dtype(t.dtype()), values);
+  std::vector<std::string> cells;
+  size_t width = 0;
+  for (size_t i = 0; i < values.size(); i += complex_values ? 2 : 1) {
+    if (!complex_values) {
+      cells.push_back(f.format(values[i]));
+    } else {
+      const double im = values[i + 1];
+      const bool minus = std::signbit(im) && !std::isnan(im);
+      cells.push_back(f.format(values[i]) + (minus ? "-" : "+") + f.format(std::fabs(im)) + "j");
+    }
+    width = std::max(width, cells.back().size());
+  }
   out << "tensor(";
   if (t.dim() == 0)
-    out << f.format(values[0]);
+    out << cells[0];
   else if (t.numel() == 0)
     out << "[]";
   else
-    print_dims(out, values, shown.shape(), cut, f, 0, 0, shown.numel(), 7);
+    print_dims(out, cells, shown.shape(), cut, width, 0, 0, shown.numel(), 7);
   if (t.numel() == 0 && t.dim() > 1) out << ", size=" << t.shape();
   Device d = t.device();
   if (d.backend() != "cpu" || d.index() != 0) out << ", device='" << d.str() << "'";
   DType dt = t.dtype();
-  if (dt != DType::Float32 && dt != DType::Int64 && dt != DType::Bool) out << ", dtype=" << dt;
+  if (dt != DType::Float32 && dt != DType::Int64 && dt != DType::Bool && dt != DType::Complex64)
+    out << ", dtype=" << dt;
   if (auto fn = t.grad_fn())
     out << ", grad_fn=<" << fn->name() << ">";
   else if (t.requires_grad())

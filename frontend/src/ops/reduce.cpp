@@ -8,6 +8,7 @@
 #include "kiln/autograd.h"
 #include "kiln/ops.h"
 #include "ops/common.h"
+#include "ops/complex.h"
 
 namespace kiln {
 
@@ -127,6 +128,11 @@ Tensor reduce(OpId op, const char* name, const Tensor& x, IntArrayRef dims, bool
       return reduce(op, name, xc, dims, keepdim, accum, correction);
   }
   const auto& impl = detail::impl_of(x, name);
+  if (is_complex(impl.dtype)) [[unlikely]] {
+    KILN_CHECK(op == OpId::sum || op == OpId::mean, name, ": not supported for complex tensors (",
+               impl.dtype, ")");
+    return detail::complex_reduce(op, x, dims, keepdim);
+  }
   DType dtype = impl.dtype;
   if (accum == Accum::Sum &&
       (dtype == DType::Bool || dtype == DType::UInt8 || dtype == DType::Int32))

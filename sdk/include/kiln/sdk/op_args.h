@@ -82,6 +82,10 @@ inline const char* dtype_name(int32_t dtype) {
       return "uint8";
     case KILN_DTYPE_BOOL:
       return "bool";
+    case KILN_DTYPE_COMPLEX64:
+      return "complex64";
+    case KILN_DTYPE_COMPLEX128:
+      return "complex128";
     default:
       return "an unknown dtype";
   }

@@ -1,0 +1,46 @@
+#pragma once
+// Complex tensors inside libkiln. A complex64/complex128 tensor stores (real, imaginary)
+// pairs; the frontend computes with it through real views of those pairs, so the
+// catalogue's real kernels do the arithmetic on every backend and autograd sees real ops
+// (which gives PyTorch's convention for complex gradients: dL/d(re) + i dL/d(im)). Only
+// the Fourier transforms send complex operands to a plugin.
+
+#include <memory>
+#include <span>
+
+#include "core/tensor_impl.h"
+#include "kiln/c_api.h"
+#include "ops/op_ids.h"
+
+namespace kiln::detail {
+
+/// The view of complex `t` as real pairs: shape [..., 2], real dtype.
+std::shared_ptr<TensorImpl> pairs_impl(const TensorImpl& t);
+
+/// copy and fill where an operand is complex, made of real copies and fills of the pairs'
+/// components (the dispatcher sends them here). Casting complex to a real dtype is an
+/// error: it would drop the imaginary part.
+void complex_copy_or_fill(OpId op, std::span<const TensorImpl* const> inputs,
+                          std::span<const TensorImpl* const> outputs,
+                          std::span<const kiln_attr> attrs);
+
+/// Whether any operand is complex.
+bool any_complex(std::initializer_list<const Tensor*> operands);
+
+/// The complex spellings of the generated pointwise ops that have one (add, sub, mul,
+/// div, neg, abs): real operands are promoted to complex first.
+Tensor complex_pointwise(OpId op, const char* name, const Tensor& a, const Tensor& b);
+Tensor complex_pointwise(OpId op, const char* name, const Tensor& x);
+/// self = op(self, other) for a complex self, not recorded by autograd (an operand that
+/// requires grad is an error, as for every in-place op).
+Tensor& complex_pointwise_inplace(OpId op, const char* name, Tensor& self, const Tensor& other);
+
+/// sum and mean of a complex tensor.
+Tensor complex_reduce(OpId op, const Tensor& x, IntArrayRef dims, bool keepdim);
+/// matmul with a complex operand: four real products (two when one side is real).
+Tensor complex_matmul(const Tensor& a, const Tensor& b);
+
+/// `t` as complex dtype `dtype` (a real t gets zero imaginary parts), differentiable.
+Tensor to_complex(const Tensor& t, DType dtype);
+
+}  // namespace kiln::detail

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   python3                  # cmake/opgen.py generates the op code from api/ops.json
   libopenblas-dev          # GEMM for the CPU plugin
+  libkissfft-dev           # the CPU plugin's FFTs (BSD-3-Clause; its header-only template)
   libboost-dev             # Boost.DLL (plugin loading), small_vector
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev

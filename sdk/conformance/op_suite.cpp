@@ -96,6 +96,7 @@ const std::vector<OpSuite>& op_suites() {
     add_elementwise_suites(all);
     add_reduction_suites(all);
     add_training_suites(all);
+    add_fft_suites(all);
     check_covers_catalogue(all);
     return all;
   }();

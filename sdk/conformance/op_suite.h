@@ -97,5 +97,6 @@ void add_creation_suites(std::vector<OpSuite>& suites);     // ops_creation.cpp
 void add_elementwise_suites(std::vector<OpSuite>& suites);  // ops_elementwise.cpp
 void add_reduction_suites(std::vector<OpSuite>& suites);    // ops_reduce_linalg.cpp
 void add_training_suites(std::vector<OpSuite>& suites);     // ops_training.cpp
+void add_fft_suites(std::vector<OpSuite>& suites);          // ops_fft.cpp
 
 }  // namespace kiln::conformance

@@ -177,6 +177,15 @@ void example(const kiln::Tensor& a) {
 }
 }  // namespace error_1
 
+// kiln/fft.h
+namespace fft_1 {
+void example(const kiln::Tensor& signal, const kiln::Tensor& keep, const kiln::Tensor& image) {
+  auto spectrum = kiln::fft::rfft(signal);                    // [..., n/2 + 1] complex
+  auto cleaned = kiln::fft::irfft(spectrum * keep, signal.size(-1));
+  auto image_f = kiln::fft::fft2(image);                      // over the last two dims
+}
+}  // namespace fft_1
+
 // kiln/graph.h
 namespace graph_1 {
 void example(const std::function<kiln::Tensor(const kiln::Tensor&, const kiln::Tensor&)>& train_step,

@@ -27,6 +27,7 @@
 #include "kiln/distributed.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
+#include "kiln/fft.h"
 #include "kiln/graph.h"
 #include "kiln/indexing.h"
 #include "kiln/io/checkpoint.h"

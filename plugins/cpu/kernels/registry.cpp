@@ -23,6 +23,7 @@ KernelList build_table() {
   add_softmax_kernels(list);
   add_loss_kernels(list);
   add_optim_kernels(list);
+  add_fft_kernels(list);
   return list;
 }
 

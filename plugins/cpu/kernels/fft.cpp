@@ -1,0 +1,406 @@
+// kiln.fft_c2c, kiln.fft_r2c and kiln.fft_c2r on kissfft (BSD-3-Clause, Debian's
+// libkissfft-dev; the header-only template, for float and double).
+//
+// A transform over the last k dims runs one dim at a time: the last dim reads x (any
+// strides) and writes the contiguous output, then each earlier signal dim is transformed
+// in place in the output. Lines run in parallel on the plugin's pool, each thread with its
+// own buffers. A 1-D plan is cached per (length, direction, precision): kissfft's plans
+// depend on nothing else, strides included. Lengths whose prime factors are all 2, 3 or 5
+// run kissfft directly; any other length runs Bluestein's algorithm on a power-of-two
+// kissfft of at least 2n - 1 points, so that a prime length is O(n log n) as well (kissfft's
+// own generic radix is O(n·p) and writes a shared scratch buffer, so it is never used).
+#include <kissfft/kissfft.hh>
+
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <numbers>
+#include <tuple>
+#include <vector>
+
+#include "elementwise.h"
+#include "registry.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+template <class T>
+using cpx = std::complex<T>;
+
+bool smooth(int64_t n) {  // only prime factors 2, 3 and 5
+  for (int64_t p : {2, 3, 5})
+    while (n % p == 0) n /= p;
+  return n == 1;
+}
+
+// One 1-D transform of a fixed length and direction: exp(-2πi·jk/n) forward, exp(+...)
+// inverse, unnormalized. run() is const and thread-safe; `work` is the caller's.
+template <class T>
+class Plan1D {
+ public:
+  Plan1D(int64_t n, bool inverse) : n_(n) {
+    if (smooth(n)) {
+      direct_ = std::make_unique<kissfft<T>>(static_cast<size_t>(n), inverse);
+      return;
+    }
+    // Bluestein: jk = (j² + k² - (k - j)²) / 2, so X_k = c_k Σ_j (x_j c_j) conj(c_{k-j})
+    // with the chirp c_t = exp(∓πi·t²/n): a convolution, done by FFTs of m ≥ 2n - 1 points.
+    m_ = 1;
+    while (m_ < 2 * n - 1) m_ *= 2;
+    forward_ = std::make_unique<kissfft<T>>(static_cast<size_t>(m_), false);
+    backward_ = std::make_unique<kissfft<T>>(static_cast<size_t>(m_), true);
+    chirp_.resize(static_cast<size_t>(n));
+    const double sign = inverse ? 1.0 : -1.0;
+    const uint64_t two_n = 2 * static_cast<uint64_t>(n);
+    for (int64_t t = 0; t < n; ++t) {
+      // t² mod 2n keeps the angle small, so it is exact to a few ulps for any n.
+      const uint64_t sq = (static_cast<uint64_t>(t) * static_cast<uint64_t>(t)) % two_n;
+      const double angle =
+          sign * std::numbers::pi * static_cast<double>(sq) / static_cast<double>(n);
+      chirp_[static_cast<size_t>(t)] =
+          cpx<T>(static_cast<T>(std::cos(angle)), static_cast<T>(std::sin(angle)));
+    }
+    // The kernel conj(c_t) at t and m - t, transformed once; 1/m of the inverse folded in.
+    std::vector<cpx<T>> b(static_cast<size_t>(m_)), spectrum(static_cast<size_t>(m_));
+    for (int64_t t = 0; t < n; ++t) {
+      const cpx<T> v = std::conj(chirp_[static_cast<size_t>(t)]) / static_cast<T>(m_);
+      b[static_cast<size_t>(t)] = v;
+      if (t > 0) b[static_cast<size_t>(m_ - t)] = v;
+    }
+    forward_->transform(b.data(), spectrum.data());
+    kernel_ = std::move(spectrum);
+  }
+
+  int64_t work_size() const { return direct_ ? 0 : 2 * m_; }
+
+  void run(const cpx<T>* in, cpx<T>* out, cpx<T>* work) const {
+    if (direct_) return direct_->transform(in, out);
+    cpx<T>* a = work;
+    cpx<T>* spectrum = work + m_;
+    for (int64_t t = 0; t < n_; ++t) a[t] = in[t] * chirp_[static_cast<size_t>(t)];
+    for (int64_t t = n_; t < m_; ++t) a[t] = 0;
+    forward_->transform(a, spectrum);
+    for (int64_t t = 0; t < m_; ++t) spectrum[t] *= kernel_[static_cast<size_t>(t)];
+    backward_->transform(spectrum, a);
+    for (int64_t k = 0; k < n_; ++k) out[k] = a[k] * chirp_[static_cast<size_t>(k)];
+  }
+
+ private:
+  int64_t n_;
+  std::unique_ptr<kissfft<T>> direct_;
+  int64_t m_ = 0;
+  std::unique_ptr<kissfft<T>> forward_, backward_;
+  std::vector<cpx<T>> chirp_, kernel_;
+};
+
+// The plan cache: at most kCachedPlans plans, the oldest dropped first (a running
+// transform keeps its plan alive through the shared_ptr).
+constexpr size_t kCachedPlans = 64;
+
+template <class T>
+std::shared_ptr<const Plan1D<T>> plan_for(int64_t n, bool inverse) {
+  static std::mutex mutex;
+  static std::map<std::pair<int64_t, bool>, std::shared_ptr<const Plan1D<T>>> plans;
+  static std::vector<std::pair<int64_t, bool>> order;
+  const std::pair<int64_t, bool> key{n, inverse};
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = plans.find(key); it != plans.end()) return it->second;
+  }
+  auto plan = std::make_shared<const Plan1D<T>>(n, inverse);  // built outside the lock
+  std::lock_guard lock(mutex);
+  auto [it, inserted] = plans.emplace(key, plan);
+  if (inserted) {
+    order.push_back(key);
+    if (order.size() > kCachedPlans) {
+      plans.erase(order.front());
+      order.erase(order.begin());
+    }
+  }
+  return it->second;
+}
+
+// A strided view: shape and strides in elements of its own type.
+struct View {
+  std::vector<int64_t> shape, strides;
+};
+
+View view_of(const Tensor& t) {
+  return {std::vector<int64_t>(t.shape, t.shape + t.ndim),
+          std::vector<int64_t>(t.strides, t.strides + t.ndim)};
+}
+
+View contiguous_view(std::vector<int64_t> shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t s = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = s;
+    s *= shape[d];
+  }
+  return {std::move(shape), std::move(strides)};
+}
+
+// The offset of line `line` along dim d: the other dims' indices in row-major order.
+int64_t line_offset(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+                    size_t d, int64_t line) {
+  int64_t offset = 0;
+  for (size_t k = shape.size(); k-- > 0;) {
+    if (k == d) continue;
+    offset += (line % shape[k]) * strides[k];
+    line /= shape[k];
+  }
+  return offset;
+}
+
+// For every line along dim d of `lines` (the shape whose other dims both sides share):
+// body(in offset, out offset, buffers) in parallel; each thread gets `length` + the plan's
+// work of complex buffer, twice.
+template <class T, class Body>
+void each_line(const std::vector<int64_t>& lines, size_t d, const View& in, const View& out,
+               int64_t length, const Plan1D<T>& plan, const Body& body) {
+  int64_t count = 1;
+  for (size_t k = 0; k < lines.size(); ++k)
+    if (k != d) count *= lines[k];
+  if (count == 0 || length == 0) return;
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (4 * length));
+  pool().parallel_for(0, count, grain, [&](int64_t begin, int64_t end) {
+    std::vector<cpx<T>> line_in(static_cast<size_t>(length)), line_out(static_cast<size_t>(length));
+    std::vector<cpx<T>> work(static_cast<size_t>(plan.work_size()));
+    for (int64_t line = begin; line < end; ++line)
+      body(line_offset(lines, in.strides, d, line), line_offset(lines, out.strides, d, line),
+           line_in.data(), line_out.data(), work.data());
+  });
+}
+
+// In place along dim d of contiguous complex `y` (shape `shape`).
+template <class T>
+void transform_in_place(cpx<T>* y, const View& y_view, size_t d, bool inverse) {
+  const int64_t n = y_view.shape[d], stride = y_view.strides[d];
+  const auto plan = plan_for<T>(n, inverse);
+  each_line<T>(y_view.shape, d, y_view, y_view, n, *plan,
+               [&](int64_t, int64_t at, cpx<T>* a, cpx<T>* b, cpx<T>* work) {
+                 for (int64_t i = 0; i < n; ++i) a[i] = y[at + i * stride];
+                 plan->run(a, b, work);
+                 for (int64_t i = 0; i < n; ++i) y[at + i * stride] = b[i];
+               });
+}
+
+template <class V>
+void scale(V* y, int64_t count, double factor) {
+  if (factor == 1.0) return;
+  using R = decltype(std::abs(y[0]));
+  const R f = static_cast<R>(factor);
+  pool().parallel_for(0, count, kParallelGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] *= f;
+  });
+}
+
+// The factor `norm` gives for n points: 0 none, 1 1/sqrt(n), 2 1/n.
+double norm_factor(int64_t norm, int64_t n) {
+  if (norm == 0 || n == 0) return 1.0;
+  if (norm == 1) return 1.0 / std::sqrt(static_cast<double>(n));
+  if (norm == 2) return 1.0 / static_cast<double>(n);
+  throw sdk::Error(
+      KILN_STATUS_INVALID_ARGUMENT,
+      "fft: norm must be 0 (none), 1 (1/sqrt(n)) or 2 (1/n), got " + std::to_string(norm));
+}
+
+// The signal dims [rank - k, rank) of a tensor of rank `rank`.
+size_t first_signal_dim(int64_t signal_ndim, int32_t rank, const char* op) {
+  if (signal_ndim < 1 || signal_ndim > rank)
+    throw sdk::Error(KILN_STATUS_INVALID_ARGUMENT,
+                     std::string(op) + ": signal_ndim must be in [1, " + std::to_string(rank) +
+                         "] for a tensor of rank " + std::to_string(rank) + ", got " +
+                         std::to_string(signal_ndim));
+  return static_cast<size_t>(rank - signal_ndim);
+}
+
+template <class T>
+void c2c(const Tensor& x, const Tensor& y, size_t first, bool inverse, int64_t norm) {
+  const View xv = view_of(x), yv = contiguous_view(xv.shape);
+  const auto* in = x.ptr<const cpx<T>>();
+  auto* out = y.ptr<cpx<T>>();
+  const size_t last = xv.shape.size() - 1;
+  const int64_t n = xv.shape[last];
+  const auto plan = plan_for<T>(n, inverse);
+  each_line<T>(xv.shape, last, xv, yv, n, *plan,
+               [&](int64_t from, int64_t to, cpx<T>* a, cpx<T>*, cpx<T>* work) {
+                 for (int64_t i = 0; i < n; ++i) a[i] = in[from + i * xv.strides[last]];
+                 plan->run(a, out + to, work);
+               });
+  int64_t points = n;
+  for (size_t d = first; d < last; ++d) {
+    transform_in_place(out, yv, d, inverse);
+    points *= yv.shape[d];
+  }
+  scale(out, y.numel(), norm_factor(norm, points));
+}
+
+template <class T>
+void r2c(const Tensor& x, const Tensor& y, size_t first, int64_t norm) {
+  const View xv = view_of(x);
+  const size_t last = xv.shape.size() - 1;
+  const int64_t n = xv.shape[last], kept = n / 2 + 1;
+  std::vector<int64_t> out_shape = xv.shape;
+  out_shape[last] = kept;
+  const View yv = contiguous_view(out_shape);
+  const auto* in = x.ptr<const T>();
+  auto* out = y.ptr<cpx<T>>();
+  const auto plan = plan_for<T>(n, false);
+  each_line<T>(xv.shape, last, xv, yv, n, *plan,
+               [&](int64_t from, int64_t to, cpx<T>* a, cpx<T>* b, cpx<T>* work) {
+                 for (int64_t i = 0; i < n; ++i) a[i] = in[from + i * xv.strides[last]];
+                 plan->run(a, b, work);
+                 for (int64_t i = 0; i < kept; ++i) out[to + i] = b[i];
+               });
+  int64_t points = n;
+  for (size_t d = first; d < last; ++d) {
+    transform_in_place(out, yv, d, false);
+    points *= yv.shape[d];
+  }
+  scale(out, y.numel(), norm_factor(norm, points));
+}
+
+template <class T>
+void c2r(const Tensor& x, const Tensor& y, size_t first, int64_t n, int64_t norm) {
+  View xv = view_of(x);
+  const size_t last = xv.shape.size() - 1;
+  const int64_t half = n / 2 + 1;
+  xv.shape[last] = half;  // the entries past n/2 + 1 are ignored
+  const auto* in = x.ptr<const cpx<T>>();
+  // The earlier signal dims first, on a contiguous copy of the half spectrum.
+  std::vector<cpx<T>> spectrum;
+  const cpx<T>* source = in;
+  View source_view = xv;
+  int64_t points = n;
+  if (first < last) {
+    const View sv = contiguous_view(xv.shape);
+    int64_t total = 1;
+    for (int64_t s : sv.shape) total *= s;
+    spectrum.resize(static_cast<size_t>(total));
+    pool().parallel_for(0, total, kParallelGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        spectrum[static_cast<size_t>(i)] =
+            in[line_offset(xv.shape, xv.strides, last, i / half) + (i % half) * xv.strides[last]];
+    });
+    for (size_t d = first; d < last; ++d) {
+      transform_in_place(spectrum.data(), sv, d, true);
+      points *= sv.shape[d];
+    }
+    source = spectrum.data();
+    source_view = sv;
+  }
+  std::vector<int64_t> out_shape = xv.shape;
+  out_shape[last] = n;
+  const View yv = contiguous_view(out_shape);
+  auto* out = y.ptr<T>();
+  const auto plan = plan_for<T>(n, true);
+  const int64_t stride = source_view.strides[last];
+  each_line<T>(out_shape, last, source_view, yv, n, *plan,
+               [&](int64_t from, int64_t to, cpx<T>* a, cpx<T>* b, cpx<T>* work) {
+                 // The full Hermitian line: entry k > n/2 is conj(entry n - k).
+                 for (int64_t k = 0; k < half; ++k) a[k] = source[from + k * stride];
+                 for (int64_t k = half; k < n; ++k) a[k] = std::conj(a[n - k]);
+                 plan->run(a, b, work);
+                 for (int64_t k = 0; k < n; ++k) out[to + k] = b[k].real();
+               });
+  scale(out, y.numel(), norm_factor(norm, points));
+}
+
+void expect_shape_except_last(const Tensor& y, const Tensor& x, int64_t last_size) {
+  bool same = y.ndim == x.ndim && y.shape[y.ndim - 1] == last_size;
+  for (int32_t d = 0; same && d + 1 < x.ndim; ++d) same = y.shape[d] == x.shape[d];
+  KILN_SDK_CHECK_ARG(same, "y has shape ", shape_string(y), ", expected x's shape ",
+                     shape_string(x), " with ", last_size, " in the last dim");
+}
+
+void fft_c2c_impl(const OpArgs& args) {
+  args.expect_counts(1, 1);
+  const Tensor x = args.input(0), y = args.output(0);
+  const auto a = sdk::attrs::fft_c2c::read(args);
+  const size_t first = first_signal_dim(a.signal_ndim, x.ndim, "kiln.fft_c2c");
+  expect_same_shape(y, x, "y");
+  expect_contiguous(y, "y");
+  expect_dtype(y, x.dtype, "y");
+  if (x.numel() == 0) return;
+  if (x.dtype == KILN_DTYPE_COMPLEX64)
+    c2c<float>(x, y, first, a.forward == 0, a.norm);
+  else if (x.dtype == KILN_DTYPE_COMPLEX128)
+    c2c<double>(x, y, first, a.forward == 0, a.norm);
+  else
+    unsupported_dtype(x.dtype);
+}
+
+void fft_r2c_impl(const OpArgs& args) {
+  args.expect_counts(1, 1);
+  const Tensor x = args.input(0), y = args.output(0);
+  const auto a = sdk::attrs::fft_r2c::read(args);
+  const size_t first = first_signal_dim(a.signal_ndim, x.ndim, "kiln.fft_r2c");
+  const int64_t n = x.shape[x.ndim - 1];
+  expect_shape_except_last(y, x, n / 2 + 1);
+  expect_contiguous(y, "y");
+  if (x.dtype == KILN_DTYPE_FLOAT32) {
+    expect_dtype(y, KILN_DTYPE_COMPLEX64, "y");
+    if (x.numel() > 0) r2c<float>(x, y, first, a.norm);
+  } else if (x.dtype == KILN_DTYPE_FLOAT64) {
+    expect_dtype(y, KILN_DTYPE_COMPLEX128, "y");
+    if (x.numel() > 0) r2c<double>(x, y, first, a.norm);
+  } else {
+    unsupported_dtype(x.dtype);
+  }
+}
+
+void fft_c2r_impl(const OpArgs& args) {
+  args.expect_counts(1, 1);
+  const Tensor x = args.input(0), y = args.output(0);
+  const auto a = sdk::attrs::fft_c2r::read(args);
+  const size_t first = first_signal_dim(a.signal_ndim, x.ndim, "kiln.fft_c2r");
+  const int64_t n = a.last_dim_size;
+  if (n < 1 || n / 2 + 1 > x.shape[x.ndim - 1])
+    throw sdk::Error(KILN_STATUS_INVALID_ARGUMENT,
+                     "kiln.fft_c2r: last_dim_size " + std::to_string(n) +
+                         " needs at least n/2+1 = " + std::to_string(n / 2 + 1) +
+                         " input entries along the last dim, got " +
+                         std::to_string(x.shape[x.ndim - 1]));
+  expect_shape_except_last(y, x, n);
+  expect_contiguous(y, "y");
+  if (x.dtype == KILN_DTYPE_COMPLEX64) {
+    expect_dtype(y, KILN_DTYPE_FLOAT32, "y");
+    if (y.numel() > 0) c2r<float>(x, y, first, n, a.norm);
+  } else if (x.dtype == KILN_DTYPE_COMPLEX128) {
+    expect_dtype(y, KILN_DTYPE_FLOAT64, "y");
+    if (y.numel() > 0) c2r<double>(x, y, first, n, a.norm);
+  } else {
+    unsupported_dtype(x.dtype);
+  }
+}
+
+int32_t supports_c2c(void*, const kiln_op_args* args) {
+  return output_dtype(args, 0) == input_dtype(args, 0);
+}
+int32_t supports_r2c(void*, const kiln_op_args* args) {
+  return output_dtype(args, 0) == (input_dtype(args, 0) == KILN_DTYPE_FLOAT64
+                                       ? KILN_DTYPE_COMPLEX128
+                                       : KILN_DTYPE_COMPLEX64);
+}
+int32_t supports_c2r(void*, const kiln_op_args* args) {
+  return output_dtype(args, 0) ==
+         (input_dtype(args, 0) == KILN_DTYPE_COMPLEX128 ? KILN_DTYPE_FLOAT64 : KILN_DTYPE_FLOAT32);
+}
+
+}  // namespace
+
+void add_fft_kernels(KernelList& list) {
+  list.push_back(catalogue_entry<op::fft_c2c>(&run_kernel<fft_c2c_impl>, &supports_c2c,
+                                              KILN_KERNEL_STRIDED_INPUTS));
+  list.push_back(catalogue_entry<op::fft_r2c>(&run_kernel<fft_r2c_impl>, &supports_r2c,
+                                              KILN_KERNEL_STRIDED_INPUTS));
+  list.push_back(catalogue_entry<op::fft_c2r>(&run_kernel<fft_c2r_impl>, &supports_c2r,
+                                              KILN_KERNEL_STRIDED_INPUTS));
+}
+
+}  // namespace kiln::cpu

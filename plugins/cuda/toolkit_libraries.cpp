@@ -1,4 +1,4 @@
-// cuBLAS, cuBLASLt, cuDNN and NCCL through dlopen: see toolkit_libraries.h.
+// cuBLAS, cuBLASLt, cuDNN, cuFFT and NCCL through dlopen: see toolkit_libraries.h.
 //
 // Each forwarder below repeats the declaration in the library's header; a signature
 // that disagrees with the header does not compile (one C function cannot have two).
@@ -9,6 +9,7 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cudnn.h>
+#include <cufft.h>
 #include <dlfcn.h>
 #if KILN_CUDA_NCCL
 #include <nccl.h>
@@ -43,6 +44,7 @@ Library libraries[] = {
 #else
     {"NCCL", "libnccl.so.2", {}, nullptr, {}},  // never opened: built without nccl.h
 #endif
+    {"cuFFT", "libcufft.so." KILN_STRINGIFY(CUFFT_VER_MAJOR), {}, nullptr, {}},
 };
 
 Library& open_library(ToolkitLibrary which) {
@@ -82,6 +84,10 @@ ncclResult_t unavailable<ncclResult_t>() {
   return ncclSystemError;
 }
 #endif
+template <>
+cufftResult unavailable<cufftResult>() {
+  return CUFFT_SETUP_FAILED;
+}
 template <>
 const char* unavailable<const char*>() {
   return "(the library could not be loaded)";
@@ -132,6 +138,24 @@ KILN_FORWARD(Cublas, cublasStatus_t, cublasDgemmStridedBatched,
      int batchCount),
     (handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc,
      strideC, batchCount))
+
+// -- cuFFT ----------------------------------------------------------------------------------
+KILN_FORWARD(Cufft, cufftResult, cufftCreate, (cufftHandle* handle), (handle))
+KILN_FORWARD(Cufft, cufftResult, cufftDestroy, (cufftHandle plan), (plan))
+KILN_FORWARD(Cufft, cufftResult, cufftSetAutoAllocation, (cufftHandle plan, int autoAllocate), (plan, autoAllocate))
+KILN_FORWARD(Cufft, cufftResult, cufftSetWorkArea, (cufftHandle plan, void* workArea), (plan, workArea))
+KILN_FORWARD(Cufft, cufftResult, cufftSetStream, (cufftHandle plan, cudaStream_t stream), (plan, stream))
+KILN_FORWARD(Cufft, cufftResult, cufftMakePlanMany64,
+    (cufftHandle plan, int rank, long long int* n, long long int* inembed, long long int istride,
+     long long int idist, long long int* onembed, long long int ostride, long long int odist,
+     cufftType type, long long int batch, size_t* workSize),
+    (plan, rank, n, inembed, istride, idist, onembed, ostride, odist, type, batch, workSize))
+KILN_FORWARD(Cufft, cufftResult, cufftExecC2C, (cufftHandle plan, cufftComplex* idata, cufftComplex* odata, int direction), (plan, idata, odata, direction))
+KILN_FORWARD(Cufft, cufftResult, cufftExecZ2Z, (cufftHandle plan, cufftDoubleComplex* idata, cufftDoubleComplex* odata, int direction), (plan, idata, odata, direction))
+KILN_FORWARD(Cufft, cufftResult, cufftExecR2C, (cufftHandle plan, cufftReal* idata, cufftComplex* odata), (plan, idata, odata))
+KILN_FORWARD(Cufft, cufftResult, cufftExecD2Z, (cufftHandle plan, cufftDoubleReal* idata, cufftDoubleComplex* odata), (plan, idata, odata))
+KILN_FORWARD(Cufft, cufftResult, cufftExecC2R, (cufftHandle plan, cufftComplex* idata, cufftReal* odata), (plan, idata, odata))
+KILN_FORWARD(Cufft, cufftResult, cufftExecZ2D, (cufftHandle plan, cufftDoubleComplex* idata, cufftDoubleReal* odata), (plan, idata, odata))
 
 // -- cuBLASLt -------------------------------------------------------------------------------
 KILN_FORWARD(CublasLt, cublasStatus_t, cublasLtCreate, (cublasLtHandle_t* lightHandle), (lightHandle))

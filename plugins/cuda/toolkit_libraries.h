@@ -1,4 +1,4 @@
-// toolkit_libraries.h — cuBLAS, cuBLASLt, cuDNN and NCCL, opened on first use.
+// toolkit_libraries.h — cuBLAS, cuBLASLt, cuDNN, cuFFT and NCCL, opened on first use.
 //
 // The plugin is not linked against them: together they are ~1 GB of shared objects
 // whose loading cost every Kiln process ~0.1 s and ~200 MB resident even on a machine
@@ -18,7 +18,7 @@
 
 namespace kiln::cuda {
 
-enum class ToolkitLibrary { Cublas, CublasLt, Cudnn, Nccl };
+enum class ToolkitLibrary { Cublas, CublasLt, Cudnn, Nccl, Cufft };
 
 /// Opens `library` if it is not open yet; throws kiln::sdk::Error (DEVICE_ERROR) naming
 /// the library and dlopen's reason when it cannot be opened. Thread-safe; the first

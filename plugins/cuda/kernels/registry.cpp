@@ -26,6 +26,7 @@ KernelList build_table() {
   add_loss_kernels(list);
   add_scatter_kernels(list);
   add_scan_sort_kernels(list);
+  add_fft_kernels(list);
   add_optim_kernels(list);
   return list;
 }

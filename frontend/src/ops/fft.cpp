@@ -110,7 +110,8 @@ template <class Attrs>
 Tensor run_transform(const Tensor& x, const std::vector<int64_t>& dims, DType out_dtype,
                      int64_t out_last, const Attrs& attrs) {
   auto [perm, inverse] = dims_last(x.dim(), dims);
-  Tensor xp = x.permute(perm);
+  const bool moved = !std::is_sorted(perm.begin(), perm.end());  // else already last
+  Tensor xp = moved ? x.permute(perm) : x;
   std::vector<int64_t> shape = xp.shape().vec();
   shape.back() = out_last;
   Tensor out = detail::empty_on(x, shape, out_dtype);
@@ -118,7 +119,7 @@ Tensor run_transform(const Tensor& x, const std::vector<int64_t>& dims, DType ou
     detail::dispatch(attrs, {xp.impl().get()}, {out.impl().get()});
   else if (out.numel() > 0)
     out.fill_(0);
-  return out.permute(inverse);
+  return moved ? out.permute(inverse) : out;
 }
 
 Tensor c2c(const Tensor& x, const std::vector<int64_t>& dims, int64_t scale, bool forward) {

@@ -115,6 +115,36 @@ TEST_P(Fft, ComplexTransformsOfAnyLength) {
     }
 }
 
+// Long signals take the other paths: the four-step algorithm (2^15, 3^10) and Bluestein on
+// a four-step transform (the prime 20011, through 65536 points). The direct DFT is too
+// slow at these sizes, so it is checked at 16 output positions; ifft(fft(x)) everywhere.
+// Tolerance there: |error| <= tol·log2(n)·||x||_2, tol = 1e-6 (complex64), 1e-14 (complex128).
+TEST_P(Fft, LongSignalsAtSampledFrequencies) {
+  for (DType dtype : {complex128, complex64})
+    for (int64_t n : {int64_t{1} << 15, int64_t{59049}, int64_t{20011}}) {
+      const std::string what = std::string(dtype_name(dtype)) + " n=" + std::to_string(n);
+      Tensor x = random_complex({n}, static_cast<uint32_t>(n % 1000), dtype);
+      const Host h = host_of(x);
+      double norm2 = 0;
+      for (cd c : h.v) norm2 += std::norm(c);
+      const double tol = (dtype == complex64 ? 1e-6 : 1e-14) * std::log2(static_cast<double>(n)) *
+                         std::sqrt(norm2);
+      const Host y = host_of(fft::fft(x));
+      for (int64_t s = 0; s < 16; ++s) {
+        const int64_t k = s < 4 ? std::vector<int64_t>{0, 1, n / 2, n - 1}[static_cast<size_t>(s)]
+                                : (s * 7919 * 104729) % n;
+        cd want = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          const double angle =
+              -2 * M_PI * static_cast<double>((j * k) % n) / static_cast<double>(n);
+          want += h.v[static_cast<size_t>(j)] * cd(std::cos(angle), std::sin(angle));
+        }
+        EXPECT_LE(std::abs(y.v[static_cast<size_t>(k)] - want), tol) << what << " k=" << k;
+      }
+      expect_close(fft::ifft(fft::fft(x)), h, dtype == complex64 ? 0.5 : 1, "ifft(fft) " + what);
+    }
+}
+
 TEST_P(Fft, RealTransformsBatched) {
   for (DType dtype : {float64, float32})
     for (int64_t n : kLengths) {

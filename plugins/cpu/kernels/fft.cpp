@@ -4,11 +4,11 @@
 // A transform over the last k dims runs one dim at a time: the last dim reads x (any
 // strides) and writes the contiguous output, then each earlier signal dim is transformed
 // in place in the output. Lines run in parallel on the plugin's pool, each thread with its
-// own buffers. A 1-D plan is cached per (length, direction, precision): kissfft's plans
-// depend on nothing else, strides included. Lengths whose prime factors are all 2, 3 or 5
-// run kissfft directly; any other length runs Bluestein's algorithm on a power-of-two
-// kissfft of at least 2n - 1 points, so that a prime length is O(n log n) as well (kissfft's
-// own generic radix is O(n·p) and writes a shared scratch buffer, so it is never used).
+// own buffers (its scratch slot, kept between calls). A 1-D plan (Plan1D: kissfft, the
+// four-step algorithm for long signals, or Bluestein for lengths with a prime factor above
+// 5, so that a prime length is O(n log n) too; kissfft's own generic radix is O(n·p) and
+// writes a shared scratch buffer, so it is never used) is cached per (length, direction,
+// precision): a plan depends on nothing else, strides included.
 #include <kissfft/kissfft.hh>
 
 #include <cmath>
@@ -23,6 +23,7 @@
 
 #include "elementwise.h"
 #include "registry.h"
+#include "scratch.h"
 
 namespace kiln::cpu {
 
@@ -37,63 +38,121 @@ bool smooth(int64_t n) {  // only prime factors 2, 3 and 5
   return n == 1;
 }
 
+// Smooth lengths above this run the four-step algorithm instead of kissfft alone: kissfft's
+// recursion strides through the whole signal at every stage, which leaves the cache for
+// large n (2^20 points took 100 ms; see bench/README.md).
+constexpr int64_t kFourStepAbove = int64_t{1} << 14;
+
+// exp(sign·2πi·t/n) for t in [0, n), computed in double from t mod n.
+template <class T>
+cpx<T> root_of_unity(int64_t t, int64_t n, double sign) {
+  const double angle =
+      sign * 2 * std::numbers::pi * static_cast<double>(t % n) / static_cast<double>(n);
+  return cpx<T>(static_cast<T>(std::cos(angle)), static_cast<T>(std::sin(angle)));
+}
+
 // One 1-D transform of a fixed length and direction: exp(-2πi·jk/n) forward, exp(+...)
-// inverse, unnormalized. run() is const and thread-safe; `work` is the caller's.
+// inverse, unnormalized. run() is const and thread-safe; `work` (work_size() elements) is
+// the caller's. Three kinds:
+// - kissfft directly, for smooth lengths (prime factors 2, 3, 5) up to kFourStepAbove;
+// - the four-step algorithm for longer smooth ones: n = n1·n2, n2 transforms of n1 points
+//   (the strided columns), a twiddle, n1 transforms of n2 points, in parallel;
+// - Bluestein for the rest: jk = (j² + k² - (k - j)²) / 2, so X_k = c_k Σ_j (x_j c_j)
+//   conj(c_{k-j}) with the chirp c_t = exp(∓πi·t²/n), a convolution done by transforms of
+//   a power of two m ≥ 2n - 1 points (themselves planned by this class).
 template <class T>
 class Plan1D {
  public:
   Plan1D(int64_t n, bool inverse) : n_(n) {
-    if (smooth(n)) {
-      direct_ = std::make_unique<kissfft<T>>(static_cast<size_t>(n), inverse);
-      return;
-    }
-    // Bluestein: jk = (j² + k² - (k - j)²) / 2, so X_k = c_k Σ_j (x_j c_j) conj(c_{k-j})
-    // with the chirp c_t = exp(∓πi·t²/n): a convolution, done by FFTs of m ≥ 2n - 1 points.
-    m_ = 1;
-    while (m_ < 2 * n - 1) m_ *= 2;
-    forward_ = std::make_unique<kissfft<T>>(static_cast<size_t>(m_), false);
-    backward_ = std::make_unique<kissfft<T>>(static_cast<size_t>(m_), true);
-    chirp_.resize(static_cast<size_t>(n));
     const double sign = inverse ? 1.0 : -1.0;
-    const uint64_t two_n = 2 * static_cast<uint64_t>(n);
-    for (int64_t t = 0; t < n; ++t) {
-      // t² mod 2n keeps the angle small, so it is exact to a few ulps for any n.
-      const uint64_t sq = (static_cast<uint64_t>(t) * static_cast<uint64_t>(t)) % two_n;
-      const double angle =
-          sign * std::numbers::pi * static_cast<double>(sq) / static_cast<double>(n);
-      chirp_[static_cast<size_t>(t)] =
-          cpx<T>(static_cast<T>(std::cos(angle)), static_cast<T>(std::sin(angle)));
+    if (smooth(n) && n <= kFourStepAbove) {
+      direct_ = std::make_unique<kissfft<T>>(static_cast<size_t>(n), inverse);
+    } else if (smooth(n)) {
+      n1_ = 1;  // the largest divisor of n up to sqrt(n)
+      for (int64_t d = 1; d * d <= n; ++d)
+        if (n % d == 0) n1_ = d;
+      n2_ = n / n1_;
+      first_ = std::make_unique<Plan1D>(n1_, inverse);
+      second_ = std::make_unique<Plan1D>(n2_, inverse);
+      twiddle_.resize(static_cast<size_t>(n));
+      for (int64_t j2 = 0; j2 < n2_; ++j2)
+        for (int64_t k1 = 0; k1 < n1_; ++k1)
+          twiddle_[static_cast<size_t>(j2 * n1_ + k1)] = root_of_unity<T>(j2 * k1, n, sign);
+    } else {
+      m_ = 1;
+      while (m_ < 2 * n - 1) m_ *= 2;
+      forward_ = std::make_unique<Plan1D>(m_, false);
+      backward_ = std::make_unique<Plan1D>(m_, true);
+      chirp_.resize(static_cast<size_t>(n));
+      for (int64_t t = 0; t < n; ++t)  // t² mod 2n keeps the angle exact to a few ulps
+        chirp_[static_cast<size_t>(t)] = root_of_unity<T>(
+            static_cast<int64_t>((static_cast<uint64_t>(t) * t) % (2 * n)), 2 * n, sign);
+      // The kernel conj(c_t) at t and m - t, transformed once; the inverse's 1/m folded in.
+      std::vector<cpx<T>> b(static_cast<size_t>(m_)), spectrum(static_cast<size_t>(m_));
+      std::vector<cpx<T>> work(static_cast<size_t>(forward_->work_size()));
+      for (int64_t t = 0; t < n; ++t) {
+        const cpx<T> v = std::conj(chirp_[static_cast<size_t>(t)]) / static_cast<T>(m_);
+        b[static_cast<size_t>(t)] = v;
+        if (t > 0) b[static_cast<size_t>(m_ - t)] = v;
+      }
+      forward_->run(b.data(), spectrum.data(), work.data());
+      kernel_ = std::move(spectrum);
     }
-    // The kernel conj(c_t) at t and m - t, transformed once; 1/m of the inverse folded in.
-    std::vector<cpx<T>> b(static_cast<size_t>(m_)), spectrum(static_cast<size_t>(m_));
-    for (int64_t t = 0; t < n; ++t) {
-      const cpx<T> v = std::conj(chirp_[static_cast<size_t>(t)]) / static_cast<T>(m_);
-      b[static_cast<size_t>(t)] = v;
-      if (t > 0) b[static_cast<size_t>(m_ - t)] = v;
-    }
-    forward_->transform(b.data(), spectrum.data());
-    kernel_ = std::move(spectrum);
   }
 
-  int64_t work_size() const { return direct_ ? 0 : 2 * m_; }
+  int64_t work_size() const {
+    if (direct_) return 0;
+    if (first_) return n_;
+    return 2 * m_ + forward_->work_size();
+  }
 
   void run(const cpx<T>* in, cpx<T>* out, cpx<T>* work) const {
     if (direct_) return direct_->transform(in, out);
+    if (first_) return four_step(in, out, work);
     cpx<T>* a = work;
     cpx<T>* spectrum = work + m_;
+    cpx<T>* inner = work + 2 * m_;
     for (int64_t t = 0; t < n_; ++t) a[t] = in[t] * chirp_[static_cast<size_t>(t)];
     for (int64_t t = n_; t < m_; ++t) a[t] = 0;
-    forward_->transform(a, spectrum);
+    forward_->run(a, spectrum, inner);
     for (int64_t t = 0; t < m_; ++t) spectrum[t] *= kernel_[static_cast<size_t>(t)];
-    backward_->transform(spectrum, a);
+    backward_->run(spectrum, a, inner);
     for (int64_t k = 0; k < n_; ++k) out[k] = a[k] * chirp_[static_cast<size_t>(k)];
   }
 
  private:
+  // X[k1 + n1·k2] = Σ_j2 ω_n2^(j2·k2) · ω_n^(j2·k1) · Σ_j1 x[j1·n2 + j2] ω_n1^(j1·k1).
+  void four_step(const cpx<T>* in, cpx<T>* out, cpx<T>* rows) const {
+    // rows[j2·n1 + k1]: the n1-point transform of column j2, twiddled.
+    pool().parallel_for(0, n2_, 1, [&](int64_t begin, int64_t end) {
+      std::vector<cpx<T>> line(static_cast<size_t>(n1_)),
+          work(static_cast<size_t>(first_->work_size()));
+      for (int64_t j2 = begin; j2 < end; ++j2) {
+        for (int64_t j1 = 0; j1 < n1_; ++j1) line[static_cast<size_t>(j1)] = in[j1 * n2_ + j2];
+        cpx<T>* row = rows + j2 * n1_;
+        first_->run(line.data(), row, work.data());
+        const cpx<T>* w = twiddle_.data() + j2 * n1_;
+        for (int64_t k1 = 0; k1 < n1_; ++k1) row[k1] *= w[k1];
+      }
+    });
+    pool().parallel_for(0, n1_, 1, [&](int64_t begin, int64_t end) {
+      std::vector<cpx<T>> line(static_cast<size_t>(n2_)), result(static_cast<size_t>(n2_));
+      std::vector<cpx<T>> work(static_cast<size_t>(second_->work_size()));
+      for (int64_t k1 = begin; k1 < end; ++k1) {
+        for (int64_t j2 = 0; j2 < n2_; ++j2) line[static_cast<size_t>(j2)] = rows[j2 * n1_ + k1];
+        second_->run(line.data(), result.data(), work.data());
+        for (int64_t k2 = 0; k2 < n2_; ++k2) out[k1 + n1_ * k2] = result[static_cast<size_t>(k2)];
+      }
+    });
+  }
+
   int64_t n_;
   std::unique_ptr<kissfft<T>> direct_;
+  int64_t n1_ = 0, n2_ = 0;
+  std::unique_ptr<Plan1D> first_, second_;
+  std::vector<cpx<T>> twiddle_;
   int64_t m_ = 0;
-  std::unique_ptr<kissfft<T>> forward_, backward_;
+  std::unique_ptr<Plan1D> forward_, backward_;
   std::vector<cpx<T>> chirp_, kernel_;
 };
 
@@ -168,11 +227,13 @@ void each_line(const std::vector<int64_t>& lines, size_t d, const View& in, cons
   if (count == 0 || length == 0) return;
   const int64_t grain = std::max<int64_t>(1, kParallelGrain / (4 * length));
   pool().parallel_for(0, count, grain, [&](int64_t begin, int64_t end) {
-    std::vector<cpx<T>> line_in(static_cast<size_t>(length)), line_out(static_cast<size_t>(length));
-    std::vector<cpx<T>> work(static_cast<size_t>(plan.work_size()));
+    // The thread's scratch, kept between calls: fresh buffers of a long line cost page
+    // faults on every call (a third of a 2^20-point transform's time).
+    cpx<T>* buffers =
+        scratch<cpx<T>>(ScratchSlot::Columns, static_cast<size_t>(2 * length + plan.work_size()));
     for (int64_t line = begin; line < end; ++line)
       body(line_offset(lines, in.strides, d, line), line_offset(lines, out.strides, d, line),
-           line_in.data(), line_out.data(), work.data());
+           buffers, buffers + length, buffers + 2 * length);
   });
 }
 

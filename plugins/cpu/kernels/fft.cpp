@@ -312,12 +312,31 @@ void r2c(const Tensor& x, const Tensor& y, size_t first, int64_t norm) {
   const auto* in = x.ptr<const T>();
   auto* out = y.ptr<cpx<T>>();
   const auto plan = plan_for<T>(n, false);
-  each_line<T>(xv.shape, last, xv, yv, n, *plan,
-               [&](int64_t from, int64_t to, cpx<T>* a, cpx<T>* b, cpx<T>* work) {
-                 for (int64_t i = 0; i < n; ++i) a[i] = in[from + i * xv.strides[last]];
-                 plan->run(a, b, work);
-                 for (int64_t i = 0; i < kept; ++i) out[to + i] = b[i];
-               });
+  // Two real lines per complex transform: with z = a + i·b, A_k = (Z_k + conj(Z_{n-k})) / 2
+  // and B_k = (Z_k - conj(Z_{n-k})) / 2i. Half the transforms of one line each.
+  const int64_t lines = x.numel() / n, pairs = (lines + 1) / 2, stride = xv.strides[last];
+  pool().parallel_for(
+      0, pairs, std::max<int64_t>(1, kParallelGrain / (8 * n)), [&](int64_t begin, int64_t end) {
+        cpx<T>* z =
+            scratch<cpx<T>>(ScratchSlot::Columns, static_cast<size_t>(2 * n + plan->work_size()));
+        cpx<T>* spectrum = z + n;
+        cpx<T>* work = z + 2 * n;
+        for (int64_t p = begin; p < end; ++p) {
+          const bool both = 2 * p + 1 < lines;
+          const int64_t from_a = line_offset(xv.shape, xv.strides, last, 2 * p);
+          const int64_t from_b = both ? line_offset(xv.shape, xv.strides, last, 2 * p + 1) : 0;
+          for (int64_t i = 0; i < n; ++i)
+            z[i] = cpx<T>(in[from_a + i * stride], both ? in[from_b + i * stride] : T(0));
+          plan->run(z, spectrum, work);
+          cpx<T>* out_a = out + line_offset(yv.shape, yv.strides, last, 2 * p);
+          cpx<T>* out_b = both ? out + line_offset(yv.shape, yv.strides, last, 2 * p + 1) : nullptr;
+          for (int64_t k = 0; k < kept; ++k) {
+            const cpx<T> zk = spectrum[k], mirror = std::conj(spectrum[(n - k) % n]);
+            out_a[k] = (zk + mirror) * T(0.5);
+            if (both) out_b[k] = (zk - mirror) * cpx<T>(0, T(-0.5));
+          }
+        }
+      });
   int64_t points = n;
   for (size_t d = first; d < last; ++d) {
     transform_in_place(out, yv, d, false);

@@ -17,6 +17,7 @@ packages=(
   clang-14 libclang-rt-14-dev  # the libFuzzer targets (tests/fuzz, scripts/fuzz.sh)
   clang-format-14          # the house style, checked by the CTest style.clang_format
   gnuplot-nox              # kiln-bench compare's chart (optional: skipped, and said, without it)
+  libfftw3-dev             # kiln-bench-fft's CPU baseline (GPL-2+: that program is never installed)
 )
 
 missing=()

@@ -267,6 +267,13 @@ TEST_P(Fft, NonContiguousInputsAndManyDims) {
   expect_close(half, resized(dft(dft(hr, 1, -1), 0, -1), 0, 4), l1(hr), "rfftn dims {1, 0}");
   expect_close(fft::irfftn(half, std::vector<int64_t>{5, 7}, std::vector<int64_t>{1, 0}), hr,
                l1(hr), "irfftn(rfftn)");
+  // A contiguous view that starts at an odd element (not at a complex pair's alignment).
+  for (DType dtype : {float32, float64}) {
+    Tensor row = random({3, 7}, 12, dtype).select(0, 1);
+    const Host hrow = host_of(row);
+    expect_close(fft::rfft(row), resized(dft(hrow, 0, -1), 0, 4), l1(hrow),
+                 "rfft of row 1 of [3, 7]");
+  }
   // A batch of images: rfft2 over the last two dims of [3, 2, 4, 6].
   Tensor images = random({3, 2, 4, 6}, 11, float32);
   const Host hi = host_of(images);
@@ -274,6 +281,27 @@ TEST_P(Fft, NonContiguousInputsAndManyDims) {
                "batched rfft2");
   expect_close(fft::irfft2(fft::rfft2(images), std::vector<int64_t>{4, 6}), hi, l1(hi) / 6,
                "batched irfft2(rfft2)");
+}
+
+// Each row of a batch is transformed on its own: a small row next to a large one keeps
+// its own accuracy (tolerance relative to the row's L1 norm), and an all-zero row stays
+// exactly zero. Length-1 transforms over many lines (in parallel) are the identity.
+TEST_P(Fft, RowsOfABatchAreIndependent) {
+  for (int64_t n : {8, 9, 256}) {
+    Tensor big = random({1, n}, 60, float32) * 1e6;
+    Tensor small = random({1, n}, 61, float32);
+    Tensor x = cat({big, small, zeros({1, n}, opts(float32))}, 0);
+    Tensor y = fft::rfft(x);
+    const Host hs = host_of(small);
+    expect_close(y.narrow(0, 1, 1), resized(dft(hs, 1, -1), 1, n / 2 + 1), l1(hs),
+                 "the small row, n=" + std::to_string(n));
+    EXPECT_EQ(view_as_real(y.narrow(0, 2, 1)).abs().sum().item<float>(), 0.0f);
+  }
+  Tensor lines = random_complex({20000, 1}, 62);
+  EXPECT_EQ(host_of(fft::fft(lines)).v, host_of(lines).v);
+  EXPECT_EQ(host_of(fft::ifft(lines)).v, host_of(lines).v);
+  Tensor real_lines = random({20000, 1}, 63, float64);
+  EXPECT_EQ(host_of(fft::rfft(real_lines)).v, host_of(real_lines).v);
 }
 
 TEST_P(Fft, IntegerInputsComputeInFloat32) {

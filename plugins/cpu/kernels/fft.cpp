@@ -65,7 +65,10 @@ class Plan1D {
  public:
   Plan1D(int64_t n, bool inverse) : n_(n) {
     const double sign = inverse ? 1.0 : -1.0;
-    if (smooth(n) && n <= kFourStepAbove) {
+    if (n == 1) {
+      // The identity; kissfft would run it through its generic radix (a radix-1 stage),
+      // whose shared scratch buffer races between threads.
+    } else if (smooth(n) && n <= kFourStepAbove) {
       direct_ = std::make_unique<kissfft<T>>(static_cast<size_t>(n), inverse);
     } else if (smooth(n)) {
       n1_ = 1;  // the largest divisor of n up to sqrt(n)
@@ -101,12 +104,16 @@ class Plan1D {
   }
 
   int64_t work_size() const {
-    if (direct_) return 0;
+    if (n_ == 1 || direct_) return 0;
     if (first_) return n_;
     return 2 * m_ + forward_->work_size();
   }
 
   void run(const cpx<T>* in, cpx<T>* out, cpx<T>* work) const {
+    if (n_ == 1) {
+      out[0] = in[0];
+      return;
+    }
     if (direct_) return direct_->transform(in, out);
     if (first_) return four_step(in, out, work);
     cpx<T>* a = work;
@@ -156,8 +163,8 @@ class Plan1D {
   std::vector<cpx<T>> chirp_, kernel_;
 };
 
-// The plan cache: at most kCachedPlans plans, the oldest dropped first (a running
-// transform keeps its plan alive through the shared_ptr).
+// The plan cache: at most kCachedPlans plans, the least recently used dropped first (a
+// running transform keeps its plan alive through the shared_ptr).
 constexpr size_t kCachedPlans = 64;
 
 template <class T>
@@ -168,7 +175,11 @@ std::shared_ptr<const Plan1D<T>> plan_for(int64_t n, bool inverse) {
   const std::pair<int64_t, bool> key{n, inverse};
   {
     std::lock_guard lock(mutex);
-    if (auto it = plans.find(key); it != plans.end()) return it->second;
+    if (auto it = plans.find(key); it != plans.end()) {
+      const auto used = std::find(order.begin(), order.end(), key);
+      std::rotate(used, used + 1, order.end());  // now the most recently used
+      return it->second;
+    }
   }
   auto plan = std::make_shared<const Plan1D<T>>(n, inverse);  // built outside the lock
   std::lock_guard lock(mutex);
@@ -311,32 +322,41 @@ void r2c(const Tensor& x, const Tensor& y, size_t first, int64_t norm) {
   const View yv = contiguous_view(out_shape);
   const auto* in = x.ptr<const T>();
   auto* out = y.ptr<cpx<T>>();
-  const auto plan = plan_for<T>(n, false);
-  // Two real lines per complex transform: with z = a + i·b, A_k = (Z_k + conj(Z_{n-k})) / 2
-  // and B_k = (Z_k - conj(Z_{n-k})) / 2i. Half the transforms of one line each.
-  const int64_t lines = x.numel() / n, pairs = (lines + 1) / 2, stride = xv.strides[last];
-  pool().parallel_for(
-      0, pairs, std::max<int64_t>(1, kParallelGrain / (8 * n)), [&](int64_t begin, int64_t end) {
-        cpx<T>* z =
-            scratch<cpx<T>>(ScratchSlot::Columns, static_cast<size_t>(2 * n + plan->work_size()));
-        cpx<T>* spectrum = z + n;
-        cpx<T>* work = z + 2 * n;
-        for (int64_t p = begin; p < end; ++p) {
-          const bool both = 2 * p + 1 < lines;
-          const int64_t from_a = line_offset(xv.shape, xv.strides, last, 2 * p);
-          const int64_t from_b = both ? line_offset(xv.shape, xv.strides, last, 2 * p + 1) : 0;
-          for (int64_t i = 0; i < n; ++i)
-            z[i] = cpx<T>(in[from_a + i * stride], both ? in[from_b + i * stride] : T(0));
-          plan->run(z, spectrum, work);
-          cpx<T>* out_a = out + line_offset(yv.shape, yv.strides, last, 2 * p);
-          cpx<T>* out_b = both ? out + line_offset(yv.shape, yv.strides, last, 2 * p + 1) : nullptr;
-          for (int64_t k = 0; k < kept; ++k) {
-            const cpx<T> zk = spectrum[k], mirror = std::conj(spectrum[(n - k) % n]);
-            out_a[k] = (zk + mirror) * T(0.5);
-            if (both) out_b[k] = (zk - mirror) * cpx<T>(0, T(-0.5));
-          }
-        }
-      });
+  // An even-length real line is one complex transform of h = n/2 points: with
+  // z_j = x_2j + i·x_2j+1 and Z its transform, E_k = (Z_k + conj(Z_{h-k}))/2 and
+  // O_k = (Z_k - conj(Z_{h-k}))/2i transform the even and the odd samples, and
+  // X_k = E_k + exp(-2πik/n)·O_k. Each line stays on its own (pairing two lines in one
+  // transform would let one line's rounding reach the other). Odd n: the line as complex.
+  const bool packed = n % 2 == 0;
+  const int64_t h = n / 2, length = packed ? h : n, stride = xv.strides[last];
+  const auto plan = plan_for<T>(length, false);
+  std::vector<cpx<T>> twiddle;
+  if (packed)
+    for (int64_t k = 0; k <= h; ++k) twiddle.push_back(root_of_unity<T>(k, n, -1.0));
+  each_line<T>(xv.shape, last, xv, yv, length, *plan,
+               [&](int64_t from, int64_t to, cpx<T>* a, cpx<T>* b, cpx<T>* work) {
+                 if (!packed) {
+                   for (int64_t i = 0; i < n; ++i) a[i] = cpx<T>(in[from + i * stride], T(0));
+                   plan->run(a, b, work);
+                   for (int64_t k = 0; k < kept; ++k) out[to + k] = b[k];
+                   return;
+                 }
+                 for (int64_t j = 0; j < h; ++j)
+                   a[j] = cpx<T>(in[from + 2 * j * stride], in[from + (2 * j + 1) * stride]);
+                 plan->run(a, b, work);
+                 // k = 0 and k = h both pair Z_0 with itself (indices mod h).
+                 const cpx<T> dc = b[0], dc_mirror = std::conj(b[0]);
+                 const cpx<T> dc_even = (dc + dc_mirror) * T(0.5);
+                 const cpx<T> dc_odd = (dc - dc_mirror) * cpx<T>(0, T(-0.5));
+                 out[to] = dc_even + dc_odd;
+                 out[to + h] = dc_even - dc_odd;
+                 for (int64_t k = 1; k < h; ++k) {
+                   const cpx<T> zk = b[k], mirror = std::conj(b[h - k]);
+                   const cpx<T> even = (zk + mirror) * T(0.5);
+                   const cpx<T> odd = (zk - mirror) * cpx<T>(0, T(-0.5));
+                   out[to + k] = even + twiddle[static_cast<size_t>(k)] * odd;
+                 }
+               });
   int64_t points = n;
   for (size_t d = first; d < last; ++d) {
     transform_in_place(out, yv, d, false);

@@ -5,10 +5,12 @@
 // every transform is cuFFT's basic batched layout: the leading dims are the batch, the
 // last signal_ndim (1 to 3, cuFFT's limit; more runs on the CPU) are the signal. Plans are
 // cached per (device, type, signal sizes, batch) as PyTorch's cufft_plan_cache does, at
-// most kCachedPlans of them, oldest dropped first. A plan never allocates: its work area
-// comes from the caching allocator on the op's stream (Launch::scratch), set on the plan
-// with the stream for each call under the plan's lock. cuFFT does not scale: `norm` is one
-// more pass. C2R overwrites its input, so c2r transforms a copy of its half spectrum.
+// most kCachedPlans of them, the least recently used dropped first; the cache is never
+// destroyed (as conv.cu's and matmul.cu's are not): at exit the CUDA runtime may be gone. A plan
+// never allocates: its work area comes from the caching allocator on the op's stream
+// (Launch::scratch), set on the plan with the stream for each call under the plan's lock. cuFFT
+// does not scale: `norm` is one more pass. C2R overwrites its input, so c2r transforms a copy of
+// its half spectrum.
 #include <cufft.h>
 
 #include <algorithm>
@@ -52,16 +54,28 @@ struct PlanKey {
   bool operator<(const PlanKey& o) const {
     return std::tie(device, type, sizes, batch) < std::tie(o.device, o.type, o.sizes, o.batch);
   }
+  bool operator==(const PlanKey& o) const {
+    return std::tie(device, type, sizes, batch) == std::tie(o.device, o.type, o.sizes, o.batch);
+  }
 };
 
 constexpr size_t kCachedPlans = 64;
 
+struct PlanCache {
+  std::mutex mutex;
+  std::map<PlanKey, std::shared_ptr<Plan>> plans;
+  std::vector<PlanKey> order;  // least recently used first
+};
+
 std::shared_ptr<Plan> plan_for(const PlanKey& key) {
-  static std::mutex mutex;
-  static std::map<PlanKey, std::shared_ptr<Plan>> plans;
-  static std::vector<PlanKey> order;
+  static PlanCache* const cache = new PlanCache;  // leaked on purpose: see the file comment
+  auto& [mutex, plans, order] = *cache;
   std::lock_guard lock(mutex);
-  if (auto it = plans.find(key); it != plans.end()) return it->second;
+  if (auto it = plans.find(key); it != plans.end()) {
+    const auto used = std::find(order.begin(), order.end(), key);
+    std::rotate(used, used + 1, order.end());
+    return it->second;
+  }
   require_library(ToolkitLibrary::Cufft);
   auto plan = std::make_shared<Plan>();
   check_cufft(cufftCreate(&plan->handle), "cufftCreate");
@@ -111,6 +125,14 @@ void scale(T* data, int64_t count, int64_t norm, int64_t points, const Launch& l
   KILN_CUDA_CHECK(cudaGetLastError());
 }
 
+// Throws unless y has x's shape with `last` in the last dim (x of rank >= 1).
+void expect_shape_except_last(const Tensor& y, const Tensor& x, int64_t last) {
+  bool same = x.ndim >= 1 && y.ndim == x.ndim && y.shape[y.ndim - 1] == last;
+  for (int32_t d = 0; same && d + 1 < x.ndim; ++d) same = y.shape[d] == x.shape[d];
+  KILN_SDK_CHECK_ARG(same, "y has shape ", sdk::shape_string(y), ", expected x's shape ",
+                     sdk::shape_string(x), " with ", last, " in the last dim");
+}
+
 // The batch and signal sizes of a tensor whose last `signal_ndim` dims are the signal.
 struct Geometry {
   long long batch = 1;
@@ -143,6 +165,7 @@ void fft_c2c_impl(const OpArgs& args, const Launch& l) {
   expect_contiguous(x, "x");
   expect_contiguous(y, "y");
   const Geometry g = geometry_of(x, a.signal_ndim, "kiln.fft_c2c");
+  if (x.numel() == 0) return;
   const int direction = a.forward ? CUFFT_FORWARD : CUFFT_INVERSE;
   const int dev = l.ordinal();
   if (x.dtype == KILN_DTYPE_COMPLEX64) {
@@ -168,19 +191,30 @@ void fft_r2c_impl(const OpArgs& args, const Launch& l) {
   expect_contiguous(y, "y");
   const Geometry g = geometry_of(x, a.signal_ndim, "kiln.fft_r2c");
   const int64_t n = x.shape[x.ndim - 1], half = n / 2 + 1;
-  KILN_SDK_CHECK_ARG(y.ndim == x.ndim && y.shape[y.ndim - 1] == half, "y has shape ",
-                     sdk::shape_string(y), ", expected x's with ", half, " in the last dim");
+  expect_shape_except_last(y, x, half);
+  if (x.numel() == 0) return;
+  // cuFFT's R2C reads the real input as complex pairs: it must start at a multiple of
+  // twice the element size (PyTorch copies such inputs too); a view may not.
+  const void* input = x.data;
+  if (reinterpret_cast<uintptr_t>(x.data) % (2 * x.itemsize) != 0) {
+    const size_t bytes = static_cast<size_t>(x.numel()) * x.itemsize;
+    void* copy = l.scratch(bytes);
+    KILN_CUDA_CHECK(cudaMemcpyAsync(copy, x.data, bytes, cudaMemcpyDeviceToDevice, l.stream()));
+    input = copy;
+  }
   const int dev = l.ordinal();
   if (x.dtype == KILN_DTYPE_FLOAT32) {
     expect_dtype(y, KILN_DTYPE_COMPLEX64, "y");
     run_plan({dev, CUFFT_R2C, g.sizes, g.batch}, l, [&](cufftHandle h) {
-      return cufftExecR2C(h, x.ptr<cufftReal>(), y.ptr<cufftComplex>());
+      return cufftExecR2C(h, static_cast<cufftReal*>(const_cast<void*>(input)),
+                          y.ptr<cufftComplex>());
     });
     scale(y.ptr<float>(), 2 * y.numel(), a.norm, g.points, l);
   } else if (x.dtype == KILN_DTYPE_FLOAT64) {
     expect_dtype(y, KILN_DTYPE_COMPLEX128, "y");
     run_plan({dev, CUFFT_D2Z, g.sizes, g.batch}, l, [&](cufftHandle h) {
-      return cufftExecD2Z(h, x.ptr<cufftDoubleReal>(), y.ptr<cufftDoubleComplex>());
+      return cufftExecD2Z(h, static_cast<cufftDoubleReal*>(const_cast<void*>(input)),
+                          y.ptr<cufftDoubleComplex>());
     });
     scale(y.ptr<double>(), 2 * y.numel(), a.norm, g.points, l);
   } else {
@@ -207,12 +241,12 @@ void fft_c2r_impl(const OpArgs& args, const Launch& l) {
   expect_contiguous(x, "x");
   expect_contiguous(y, "y");
   const int64_t n = a.last_dim_size, half = n / 2 + 1;
-  KILN_SDK_CHECK_ARG(n >= 1 && half <= x.shape[x.ndim - 1], "kiln.fft_c2r: last_dim_size ", n,
-                     " needs n/2+1 = ", half, " input entries along the last dim, got ",
-                     x.shape[x.ndim - 1]);
-  Geometry g = geometry_of(y, a.signal_ndim, "kiln.fft_c2r");  // the real side's sizes
-  KILN_SDK_CHECK_ARG(y.ndim == x.ndim && y.shape[y.ndim - 1] == n, "y has shape ",
-                     sdk::shape_string(y), ", expected x's with ", n, " in the last dim");
+  KILN_SDK_CHECK_ARG(x.ndim >= 1 && n >= 1 && half <= x.shape[x.ndim - 1],
+                     "kiln.fft_c2r: last_dim_size ", n, " needs n/2+1 = ", half,
+                     " input entries along the last dim, got x of shape ", sdk::shape_string(x));
+  expect_shape_except_last(y, x, n);
+  const Geometry g = geometry_of(y, a.signal_ndim, "kiln.fft_c2r");  // the real side's sizes
+  if (y.numel() == 0) return;
   void* spectrum = half_spectrum_copy(x, half, l);
   const int dev = l.ordinal();
   if (x.dtype == KILN_DTYPE_COMPLEX64) {

@@ -72,8 +72,6 @@ bool any_complex(std::initializer_list<const Tensor*> operands) {
                      [](const Tensor* t) { return t->defined() && is_complex(t->dtype()); });
 }
 
-Tensor to_complex(const Tensor& t, DType dtype) { return t.to(dtype); }
-
 namespace {
 
 DType complex_result(const char* name, const Tensor& a, const Tensor& b) {
@@ -127,8 +125,8 @@ Tensor complex_pointwise(OpId op, const char* name, const Tensor& a, const Tenso
     case OpId::sub: {
       // Componentwise on the pairs; a real operand only moves the real parts.
       const auto shape = broadcast_shapes(a.shape(), b.shape(), name);
-      Tensor pa = view_as_real(to_complex(a, d).expand(shape));
-      Tensor pb = view_as_real(to_complex(b, d).expand(shape));
+      Tensor pa = view_as_real(a.to(d).expand(shape));
+      Tensor pb = view_as_real(b.to(d).expand(shape));
       return view_as_complex(op == OpId::add ? pa + pb : pa - pb);
     }
     case OpId::mul:

@@ -40,7 +40,4 @@ Tensor complex_reduce(OpId op, const Tensor& x, IntArrayRef dims, bool keepdim);
 /// matmul with a complex operand: four real products (two when one side is real).
 Tensor complex_matmul(const Tensor& a, const Tensor& b);
 
-/// `t` as complex dtype `dtype` (a real t gets zero imaginary parts), differentiable.
-Tensor to_complex(const Tensor& t, DType dtype);
-
 }  // namespace kiln::detail

@@ -11,6 +11,7 @@
 
 #include "autograd/record.h"
 #include "kiln/autograd.h"
+#include "kiln/nn/functional.h"
 #include "kiln/ops.h"
 #include "ops/common.h"
 
@@ -63,14 +64,14 @@ Signal signal_of(const Tensor& x, const Sizes& s, const Dims& dim, const char* n
   return sig;
 }
 
-// x zero-padded or trimmed to `size` along `dim` (differentiable).
+// x zero-padded or trimmed to `size` along `dim`: F::pad's constant mode, whose negative
+// padding trims (differentiable).
 Tensor resized(const Tensor& x, int64_t dim, int64_t size) {
   const int64_t have = x.size(dim);
   if (have == size) return x;
-  if (have > size) return x.narrow(dim, 0, size);
-  std::vector<int64_t> pad_shape = x.shape().vec();
-  pad_shape[static_cast<size_t>(dim)] = size - have;
-  return cat({x, zeros(pad_shape, TensorOptions(x.dtype()).device(x.device()))}, dim);
+  std::vector<int64_t> padding(static_cast<size_t>(2 * (x.dim() - dim)), 0);
+  padding.back() = size - have;  // the last (before, after) pair is dim's
+  return nn::functional::pad(x, padding);
 }
 
 // The permutation that puts `dims` last (in their order), and its inverse.

@@ -248,17 +248,23 @@ void each_line(const std::vector<int64_t>& lines, size_t d, const View& in, cons
   });
 }
 
-// In place along dim d of contiguous complex `y` (shape `shape`).
+// In place along each dim in [first, last) of contiguous complex `y`, the signal dims
+// before the last one; returns the product of their sizes (for `norm`).
 template <class T>
-void transform_in_place(cpx<T>* y, const View& y_view, size_t d, bool inverse) {
-  const int64_t n = y_view.shape[d], stride = y_view.strides[d];
-  const auto plan = plan_for<T>(n, inverse);
-  each_line<T>(y_view.shape, d, y_view, y_view, n, *plan,
-               [&](int64_t, int64_t at, cpx<T>* a, cpx<T>* b, cpx<T>* work) {
-                 for (int64_t i = 0; i < n; ++i) a[i] = y[at + i * stride];
-                 plan->run(a, b, work);
-                 for (int64_t i = 0; i < n; ++i) y[at + i * stride] = b[i];
-               });
+int64_t transform_in_place(cpx<T>* y, const View& y_view, size_t first, size_t last, bool inverse) {
+  int64_t points = 1;
+  for (size_t d = first; d < last; ++d) {
+    const int64_t n = y_view.shape[d], stride = y_view.strides[d];
+    const auto plan = plan_for<T>(n, inverse);
+    each_line<T>(y_view.shape, d, y_view, y_view, n, *plan,
+                 [&](int64_t, int64_t at, cpx<T>* a, cpx<T>* b, cpx<T>* work) {
+                   for (int64_t i = 0; i < n; ++i) a[i] = y[at + i * stride];
+                   plan->run(a, b, work);
+                   for (int64_t i = 0; i < n; ++i) y[at + i * stride] = b[i];
+                 });
+    points *= n;
+  }
+  return points;
 }
 
 template <class V>
@@ -304,11 +310,7 @@ void c2c(const Tensor& x, const Tensor& y, size_t first, bool inverse, int64_t n
                  for (int64_t i = 0; i < n; ++i) a[i] = in[from + i * xv.strides[last]];
                  plan->run(a, out + to, work);
                });
-  int64_t points = n;
-  for (size_t d = first; d < last; ++d) {
-    transform_in_place(out, yv, d, inverse);
-    points *= yv.shape[d];
-  }
+  const int64_t points = n * transform_in_place(out, yv, first, last, inverse);
   scale(out, y.numel(), norm_factor(norm, points));
 }
 
@@ -357,11 +359,7 @@ void r2c(const Tensor& x, const Tensor& y, size_t first, int64_t norm) {
                    out[to + k] = even + twiddle[static_cast<size_t>(k)] * odd;
                  }
                });
-  int64_t points = n;
-  for (size_t d = first; d < last; ++d) {
-    transform_in_place(out, yv, d, false);
-    points *= yv.shape[d];
-  }
+  const int64_t points = n * transform_in_place(out, yv, first, last, false);
   scale(out, y.numel(), norm_factor(norm, points));
 }
 
@@ -382,15 +380,17 @@ void c2r(const Tensor& x, const Tensor& y, size_t first, int64_t n, int64_t norm
     int64_t total = 1;
     for (int64_t s : sv.shape) total *= s;
     spectrum.resize(static_cast<size_t>(total));
-    pool().parallel_for(0, total, kParallelGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i)
-        spectrum[static_cast<size_t>(i)] =
-            in[line_offset(xv.shape, xv.strides, last, i / half) + (i % half) * xv.strides[last]];
-    });
-    for (size_t d = first; d < last; ++d) {
-      transform_in_place(spectrum.data(), sv, d, true);
-      points *= sv.shape[d];
-    }
+    // One line offset per line, not per element.
+    pool().parallel_for(0, total / half, std::max<int64_t>(1, kParallelGrain / half),
+                        [&](int64_t begin, int64_t end) {
+                          for (int64_t line = begin; line < end; ++line) {
+                            const int64_t from = line_offset(xv.shape, xv.strides, last, line);
+                            cpx<T>* to = spectrum.data() + line * half;
+                            for (int64_t k = 0; k < half; ++k)
+                              to[k] = in[from + k * xv.strides[last]];
+                          }
+                        });
+    points *= transform_in_place(spectrum.data(), sv, first, last, true);
     source = spectrum.data();
     source_view = sv;
   }

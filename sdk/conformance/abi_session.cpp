@@ -1,6 +1,7 @@
 // Loading the plugin under test the way Kiln's loader does, without Kiln.
 #include "abi_session.h"
 
+#include <kiln/base/regular_file.h>
 #include <kiln/sdk/elf_symbols.h>
 
 #include <dlfcn.h>
@@ -47,6 +48,10 @@ HostApi::HostApi(uint32_t major, uint32_t minor, size_t extra_bytes)
 }
 
 AbiSession::AbiSession(const std::string& path) : path_(path) {
+  if (std::string problem = kiln::base::regular_file_problem(path); !problem.empty()) {
+    error_ = "the path " + problem;  // dlopen would wait on a FIFO
+    return;
+  }
   dlerror();
   library_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library_ == nullptr) {

@@ -6,6 +6,7 @@
 //
 // Exit status: 0 every check passed, 1 a check failed (or crashed, or timed out),
 // 2 the command line was wrong.
+#include <kiln/base/regular_file.h>
 #include <kiln/runtime.h>
 #include <CLI/CLI.hpp>
 
@@ -55,6 +56,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (plugin.empty()) throw CLI::RequiredError("plugin");
+    // dlopen of a FIFO would wait for a writer (in a child, until its timeout).
+    if (std::string problem = kiln::base::regular_file_problem(plugin); !problem.empty())
+      throw CLI::ValidationError("plugin", "'" + plugin + "' " + problem);
     const auto known = kc::catalogue_op_names();
     for (const std::string& op : ops)
       if (std::find(known.begin(), known.end(), op) == known.end())

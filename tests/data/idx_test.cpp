@@ -1,6 +1,7 @@
 // The IDX readers on small hand-made files: valid ones (gzip and plain) and each
 // kind of damage the reader must name.
 #include <kiln/data/mnist.h>
+#include <sys/stat.h>
 
 #include "idx_files.h"
 #include "kiln_test.h"
@@ -141,18 +142,102 @@ TEST(IdxReader, ZeroSizedImages) {
   expect_refused([&] { read_idx_images(file); }, file, {"0 x 28"});
 }
 
-TEST(IdxReader, AbsurdCountsFailOnTheMissingBytesWithoutHugeAllocations) {
+TEST(IdxReader, AbsurdCountsAreRefusedBeforeReading) {
   TempDir dir;
   auto file = dir / "images.gz";
   // 4 billion images of 65535 x 65535 pixels announced, 3 bytes present.
   write_gz(file, idx_images(0xffffffffu, 0xffffu, 0xffffu, {1, 2, 3}));
-  expect_refused([&] { read_idx_images(file); }, file, {"truncated", "ends after 3"});
+  expect_refused([&] { read_idx_images(file); }, file,
+                 {"4294967295 images of 65535 x 65535 pixels", "over the limit of 1073741824"});
+  // Without a limit, storage still only grows as the data arrives.
+  data::IdxLimits unlimited;
+  unlimited.max_bytes = UINT64_MAX;
+  expect_refused([&] { read_idx_images(file, unlimited); }, file, {"truncated", "ends after 3"});
+}
+
+TEST(IdxReader, ADecompressionBombIsRefusedBeforeItIsInflated) {
+  TempDir dir;
+  // 1 x 40000 x 40000 zero pixels (1.6 GB) announced: the default limit (1 GiB)
+  // refuses the header; here the pixels are cut to 1 MB to keep the test small.
+  auto bomb = dir / "bomb.gz";
+  write_gz(bomb, idx_images(1, 40000, 40000, Bytes(1 << 20, 0)));
+  expect_refused([&] { read_idx_images(bomb); }, bomb,
+                 {"1 images of 40000 x 40000 pixels", "over the limit", "before reading"});
+  // A stated limit and image size are checked the same way.
+  auto big = dir / "big.gz";
+  write_gz(big, idx_images(2, 100, 100, Bytes(20000, 7)));
+  data::IdxLimits small;
+  small.max_bytes = 19999;
+  expect_refused([&] { read_idx_images(big, small); }, big, {"over the limit of 19999"});
+  data::IdxLimits mnist;
+  mnist.rows = mnist.cols = 28;
+  expect_refused([&] { read_idx_images(big, mnist); }, big, {"100 x 100", "28 x 28 are expected"});
+  auto labels = dir / "labels.gz";
+  write_gz(labels, idx_labels(20000, Bytes(20000, 1)));
+  expect_refused([&] { read_idx_labels(labels, small); }, labels,
+                 {"20000 labels", "over the limit of 19999"});
+  small.max_bytes = 20000;
+  EXPECT_EQ(read_idx_labels(labels, small).size(), 20000u);
+}
+
+TEST(IdxReader, GarbageAfterTheGzipStreamIsRefused) {
+  TempDir dir;
+  auto file = dir / "images.gz";
+  write_gz(file, idx_images(2, 2, 2, ramp(8)));
+  Bytes bytes = read_plain(file);
+  for (uint8_t b : {'j', 'u', 'n', 'k'}) bytes.push_back(b);
+  write_plain(file, bytes);
+  expect_refused([&] { read_idx_images(file); }, file,
+                 {"corrupt", "do not start another gzip member"});
+}
+
+TEST(IdxReader, AGzipStreamCutAfterThePayloadIsRefused) {
+  TempDir dir;
+  auto whole = dir / "whole.gz";
+  write_gz(whole, idx_images(2, 2, 2, ramp(8)));
+  const Bytes compressed = read_plain(whole);
+  // The 8-byte trailer (CRC-32 and length) cut off: every pixel is there, unchecked.
+  auto no_trailer = dir / "no_trailer.gz";
+  write_plain(no_trailer, Bytes(compressed.begin(), compressed.end() - 8));
+  expect_refused([&] { read_idx_images(no_trailer); }, no_trailer,
+                 {"corrupt", "gzip stream is cut short after the 8 bytes of pixels"});
+  // One byte of a second member's header after a complete first member.
+  auto lone_byte = dir / "lone_byte.gz";
+  Bytes with_byte = compressed;
+  with_byte.push_back(0x1f);
+  write_plain(lone_byte, with_byte);
+  expect_refused([&] { read_idx_images(lone_byte); }, lone_byte, {"corrupt", "cut short"});
+}
+
+TEST(IdxReader, ConcatenatedGzipMembersAreOneStream) {
+  TempDir dir;
+  // What `cat a.gz b.gz` gives, and gzip -d reads as one file.
+  Bytes whole = idx_images(2, 2, 2, ramp(8));
+  write_gz(dir / "a.gz", Bytes(whole.begin(), whole.begin() + 10));
+  write_gz(dir / "b.gz", Bytes(whole.begin() + 10, whole.end()));
+  Bytes joined = read_plain(dir / "a.gz");
+  Bytes second = read_plain(dir / "b.gz");
+  joined.insert(joined.end(), second.begin(), second.end());
+  write_plain(dir / "images.gz", joined);
+  EXPECT_EQ(read_idx_images(dir / "images.gz").pixels, ramp(8));
 }
 
 TEST(IdxReader, MissingFile) {
   TempDir dir;
   auto file = dir / "absent.gz";
-  expect_refused([&] { read_idx_images(file); }, file, {"cannot open", "No such file"});
+  expect_refused([&] { read_idx_images(file); }, file, {"cannot open", "does not exist"});
+}
+
+TEST(IdxReader, FifosAndDevicesAreRefusedWithoutBlocking) {
+  TempDir dir;
+  const std::string fifo = (dir / "images.gz").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string message =
+      kiln_error_message_without_blocking(fifo, [&] { read_idx_images(fifo); });
+  EXPECT_TRUE(contains(message, fifo) && contains(message, "is a FIFO (named pipe)")) << message;
+  expect_refused([&] { read_idx_labels("/dev/zero"); }, "/dev/zero",
+                 {"is a character device, not a regular file"});
+  expect_refused([&] { read_idx_labels(dir.path()); }, dir.path(), {"is a folder"});
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // MNIST / FashionMNIST datasets: a hand-made folder, the errors a user meets, and
 // the real Fashion-MNIST when its Debian package is installed.
 #include <kiln/data/mnist.h>
+#include <sys/stat.h>
 
 #include <chrono>
 
@@ -117,6 +118,31 @@ TEST(FashionMNISTDataset, MissingFileNamesThePackageAndTheFile) {
   std::filesystem::remove(dir / "t10k-images-idx3-ubyte.gz");
   EXPECT_KILN_ERROR(FashionMNIST(dir.path(), false), "apt install dataset-fashion-mnist",
                     (dir / "t10k-images-idx3-ubyte.gz").string(), "not found");
+}
+
+TEST(FashionMNISTDataset, ImagesMustBe28x28UnlessToldOtherwise) {
+  TempDir dir;
+  write_small_dataset(dir.path());
+  write_gz(dir / "t10k-images-idx3-ubyte.gz", idx_images(2, 10, 10, ramp(200)));
+  const std::string file = (dir / "t10k-images-idx3-ubyte.gz").string();
+  EXPECT_KILN_ERROR(FashionMNIST(dir.path(), false), "FashionMNIST", file, "10 x 10",
+                    "28 x 28 are expected");
+  FashionMNIST small(dir.path(), false, MNISTOptions().image_size(10, 10));
+  EXPECT_EQ(small.get(0).input.shape(), IntArrayRef({1, 10, 10}));
+  EXPECT_KILN_ERROR(MNIST(dir.path(), false, MNISTOptions().image_size(28, 28)), "MNIST", file,
+                    "28 x 28");
+}
+
+TEST(FashionMNISTDataset, AFifoInThePlaceOfAFileIsNamedNotMissing) {
+  TempDir dir;
+  write_small_dataset(dir.path());
+  const std::string fifo = (dir / "train-images-idx3-ubyte.gz").string();
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string message =
+      kiln_error_message_without_blocking(fifo, [&] { FashionMNIST dataset(dir.path()); });
+  EXPECT_TRUE(contains(message, fifo) && contains(message, "is a FIFO (named pipe)")) << message;
+  EXPECT_FALSE(contains(message, "not found")) << message;
 }
 
 TEST(FashionMNISTDataset, AFileIsNotAFolder) {

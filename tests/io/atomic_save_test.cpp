@@ -102,6 +102,22 @@ TEST(AtomicSave, FailedRenameRemovesTheTemporary) {
   EXPECT_EQ(read_bytes(target / "keep"), "precious");
 }
 
+TEST(AtomicSave, AFifoOrDeviceInTheTargetsPlaceIsNotReplaced) {
+  TempDir dir;
+  auto fifo = dir / "metrics.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_KILN_ERROR(io::AtomicFileWriter{fifo}, fifo.string(), "is a FIFO (named pipe)",
+                    "not a regular file");
+  EXPECT_KILN_ERROR(save_safetensors(fifo, small_state()), "is a FIFO (named pipe)");
+  struct stat info {};
+  ASSERT_EQ(::stat(fifo.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode)) << "the FIFO was replaced";
+  EXPECT_EQ(dir.entries(), (std::vector<std::string>{"metrics.json"}));
+  auto link = dir / "to-null";
+  std::filesystem::create_symlink("/dev/null", link);
+  EXPECT_KILN_ERROR(save_safetensors(link, small_state()), "is a character device");
+}
+
 // A writer abandoned half-way, as when an exception unwinds a save, leaves the
 // previous file as it was.
 TEST(AtomicSave, AbandonedWriteKeepsThePreviousFile) {

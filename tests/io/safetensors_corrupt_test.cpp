@@ -1,6 +1,7 @@
 // Hand-made broken files: each is refused with a kiln::Error naming the file and
 // the problem, and none is read past its end.
 #include <kiln/io/safetensors.h>
+#include <sys/stat.h>
 
 #include "io_test_util.h"
 #include "kiln_test.h"
@@ -228,8 +229,35 @@ TEST_F(SafetensorsCorrupt, BoolBytesMustBeZeroOrOne) {
 
 TEST_F(SafetensorsCorrupt, MissingFileAndFolder) {
   auto missing = dir_ / "nope.safetensors";
-  EXPECT_KILN_ERROR(load_safetensors(missing), missing.string(), "No such file or directory");
-  EXPECT_KILN_ERROR(load_safetensors(dir_.path()), dir_.path().string(), "not a regular file");
+  EXPECT_KILN_ERROR(load_safetensors(missing), missing.string(), "does not exist");
+  EXPECT_KILN_ERROR(load_safetensors(dir_.path()), dir_.path().string(),
+                    "is a folder, not a regular file");
+}
+
+TEST_F(SafetensorsCorrupt, AFifoIsRefusedWithoutWaitingForAWriter) {
+  const std::string fifo = (dir_ / "checkpoint.safetensors").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string message =
+      kiln_error_message_without_blocking(fifo, [&] { load_safetensors(fifo); });
+  EXPECT_TRUE(contains(message, fifo)) << message;
+  EXPECT_TRUE(contains(message, "is a FIFO (named pipe), not a regular file")) << message;
+}
+
+TEST_F(SafetensorsCorrupt, AHeaderOfManyTensorsLoadsInHeaderOrder) {
+  // 200,000 zero-size entries: the header parse must be linear (it was quadratic,
+  // over a minute for 400,000), and ties at offset 0 keep the file's order.
+  constexpr int kCount = 200'000;
+  std::string header = "{";
+  for (int i = 0; i < kCount; ++i) {
+    header += (i ? ",\"" : "\"") + std::to_string(kCount - i) +
+              "\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}";
+  }
+  header += "}";
+  write_bytes(dir_ / "many.safetensors", safetensors_bytes(header, ""));
+  const io::SafetensorsFile file = load_safetensors(dir_ / "many.safetensors");
+  ASSERT_EQ(file.tensors.size(), size_t{kCount});
+  for (int i : {0, 1, 9, 10, kCount / 2, kCount - 1})
+    EXPECT_EQ(file.tensors[static_cast<size_t>(i)].first, std::to_string(kCount - i));
 }
 
 TEST_F(SafetensorsCorrupt, TruncatedCopiesOfAGoodFileAreAllRefused) {

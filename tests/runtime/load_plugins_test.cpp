@@ -1,5 +1,8 @@
 // kiln::load_plugins: more plugins at run time, from a folder or one file, in a process
 // that started with only the built-in plugin folder (no KILN_PLUGIN_PATH).
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -65,6 +68,16 @@ TEST(LoadPlugins, WhatIsNeitherAFolderNorAPluginFileIsAnError) {
   EXPECT_KILN_ERROR(load_plugins(kBadDir + "/notes.txt"), "notes.txt",
                     "neither a folder nor a plugin file named libkiln_<name>.so");
   EXPECT_KILN_ERROR(load_plugins(""), "no such file or folder");
+  // A FIFO under a plugin's name is never opened (dlopen would wait for a writer).
+  const auto fifo = std::filesystem::temp_directory_path() /
+                    ("libkiln_fifo" + std::to_string(::getpid()) + ".so");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string message = test::kiln_error_message_without_blocking(
+      fifo.string(), [&] { load_plugins(fifo.string()); });
+  std::filesystem::remove(fifo);
+  EXPECT_TRUE(test::contains(message, fifo.string()) &&
+              test::contains(message, "is a FIFO (named pipe), not a regular file"))
+      << message;
   EXPECT_EQ(ones({2}).sum().item<double>(), 2.0);  // the process goes on
 }
 

@@ -11,9 +11,14 @@
 #include <kiln/conformance/tensors.h>
 #include <kiln/kiln.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <future>
 #include <initializer_list>
 #include <limits>
 #include <sstream>
@@ -134,6 +139,22 @@ inline std::string kiln_error_message(const std::function<void()>& f) {
   }
   ADD_FAILURE() << "did not throw";
   return "";
+}
+
+/// kiln_error_message(f) for an `f` handed the FIFO at `fifo` where a file belongs:
+/// it must refuse the FIFO without waiting for a writer. If it still waits after 10 s,
+/// the test fails, and the FIFO's write end is opened and closed until `f` returns.
+inline std::string kiln_error_message_without_blocking(const std::string& fifo,
+                                                       const std::function<void()>& f) {
+  auto message = std::async(std::launch::async, [&] { return kiln_error_message(f); });
+  if (message.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {
+    ADD_FAILURE() << "blocked on the FIFO " << fifo << ", waiting for a writer";
+    while (message.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout) {
+      int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (writer >= 0) ::close(writer);
+    }
+  }
+  return message.get();
 }
 
 inline bool contains(const std::string& haystack, const std::string& needle) {

@@ -3,6 +3,7 @@
 #include <string>
 #include <system_error>
 
+#include "kiln/base/regular_file.h"
 #include "kiln/error.h"
 
 namespace kiln::data {
@@ -23,7 +24,10 @@ std::filesystem::path find_file(const std::filesystem::path& root, const std::st
               hint);
   for (const auto& name : {stem + ".gz", stem}) {
     std::filesystem::path candidate = root / name;
-    if (std::filesystem::is_regular_file(candidate, error)) return candidate;
+    const std::string problem = base::regular_file_problem(candidate.string());
+    if (problem.empty()) return candidate;
+    if (problem != "does not exist")  // a FIFO, a device, a folder: not "not found"
+      KILN_FAIL(dataset_name, ": '", candidate.string(), "' ", problem);
   }
   KILN_FAIL(dataset_name, ": '", (root / (stem + ".gz")).string(), "' not found (nor '", stem,
             "' uncompressed) in the data folder '", root.string(), "'; ", hint);
@@ -46,12 +50,26 @@ detail::MnistSplit load_split(const std::filesystem::path& root, bool train,
                               const MNISTOptions& options, std::string_view dataset_name,
                               std::string_view install_hint) {
   KILN_CHECK(options.std() > 0, dataset_name, ": normalize() needs std > 0, got ", options.std());
+  KILN_CHECK(
+      !options.image_size() || ((*options.image_size())[0] > 0 && (*options.image_size())[1] > 0),
+      dataset_name, ": image_size() needs positive sizes, got ", (*options.image_size())[0], " x ",
+      (*options.image_size())[1]);
   detail::MnistSplit split;
   const std::string prefix = train ? "train" : "t10k";
   split.images_file = find_file(root, prefix + "-images-idx3-ubyte", dataset_name, install_hint);
   split.labels_file = find_file(root, prefix + "-labels-idx1-ubyte", dataset_name, install_hint);
-  IdxImages images = read_idx_images(split.images_file);
-  std::vector<uint8_t> labels = read_idx_labels(split.labels_file);
+  IdxLimits limits;
+  if (options.image_size()) {
+    limits.rows = (*options.image_size())[0];
+    limits.cols = (*options.image_size())[1];
+  }
+  IdxImages images;
+  try {
+    images = read_idx_images(split.images_file, limits);
+  } catch (const Error& e) {
+    KILN_FAIL(dataset_name, ": ", e.what());  // which dataset expected what
+  }
+  std::vector<uint8_t> labels = read_idx_labels(split.labels_file, limits);
 
   KILN_CHECK(static_cast<uint64_t>(images.count) == labels.size(), dataset_name, ": '",
              split.images_file.string(), "' holds ", images.count, " images but '",
@@ -102,8 +120,15 @@ const std::array<std::string_view, 10>& FashionMNIST::class_names() {
 
 std::filesystem::path FashionMNIST::default_root() { return "/usr/share/datasets/fashion-mnist"; }
 
+namespace {
+MNISTOptions with_28x28_default(MNISTOptions options) {
+  if (!options.image_size()) options.image_size(28, 28);
+  return options;
+}
+}  // namespace
+
 FashionMNIST::FashionMNIST(const std::filesystem::path& root, bool train, MNISTOptions options)
-    : MNIST(root, train, options, "FashionMNIST",
+    : MNIST(root, train, with_28x28_default(options), "FashionMNIST",
             "install the Debian package with `apt install dataset-fashion-mnist` (it puts the "
             "files in /usr/share/datasets/fashion-mnist), or pass the folder that holds "
             "train-images-idx3-ubyte.gz and the other three files") {}

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <string>
 #include <system_error>
 
+#include "kiln/base/regular_file.h"
 #include "kiln/error.h"
 
 namespace kiln::io {
@@ -52,6 +54,15 @@ void remove_stale_temporaries(const std::filesystem::path& target) {
 AtomicFileWriter::AtomicFileWriter(std::filesystem::path target) : target_(std::move(target)) {
   KILN_CHECK(!target_.empty() && target_.has_filename(), "cannot save to '", target_.string(),
              "': the path names no file");
+  // A FIFO, device or socket in the target's place would be swapped for a regular
+  // file by the rename, unnoticed by whoever reads from it. (A folder there makes
+  // the rename itself fail, with its own message.)
+  struct stat existing {};
+  if (::stat(target_.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode) &&
+      !S_ISDIR(existing.st_mode))
+    KILN_FAIL("cannot save to '", target_.string(), "': it is ",
+              base::file_type_name(existing.st_mode),
+              ", not a regular file, and a save would replace it");
   static std::atomic<uint64_t> counter{0};
   // Before making ours: a writer killed between the two steps then leaves only its
   // own temporary behind, never the previous victim's too.

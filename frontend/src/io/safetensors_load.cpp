@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "io/byte_order.h"
+#include "kiln/base/regular_file.h"
 #include "kiln/error.h"
 #include "kiln/io/safetensors.h"
 
@@ -23,7 +24,10 @@ namespace kiln::io {
 
 namespace {
 
-using Json = nlohmann::ordered_json;  // keeps the header's order for ties
+// std::map objects: nlohmann's ordered_json finds a key by a linear search, which
+// made a header of n tensors take O(n^2) to parse. The header's order (which
+// decides ties between zero-size tensors) is kept by parse_header instead.
+using Json = nlohmann::json;
 
 // The reference implementation's limit: a longer header is a corrupt length field.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
@@ -48,15 +52,10 @@ std::string excerpt(const Json& value) {
 class File {
  public:
   explicit File(const std::filesystem::path& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) refuse(path, "cannot open: ", std::system_category().message(errno));
     struct stat info {};
-    int error = ::fstat(fd_, &info) == 0 ? 0 : errno;
-    if (error != 0 || !S_ISREG(info.st_mode)) {
-      ::close(fd_);  // the destructor does not run when the constructor throws
-      if (error != 0) refuse(path, "cannot stat: ", std::system_category().message(error));
-      refuse(path, "not a regular file");
-    }
+    std::string why;
+    fd_ = base::open_regular_file(path.string(), why, &info);
+    if (fd_ < 0) refuse(path, "the path ", why);
     size_ = static_cast<uint64_t>(info.st_size);
   }
   ~File() { ::close(fd_); }
@@ -96,24 +95,72 @@ struct DuplicateKey {
 constexpr int kMaxHeaderDepth = 16;
 struct TooDeep {};
 
-// nlohmann keeps the last of repeated keys silently; a repeated tensor name would
-// make the file mean two things, so every object is checked for repeats.
-Json parse_header(const std::filesystem::path& path, const std::string& text) {
-  std::vector<std::set<std::string>> open_objects;
-  auto check_keys = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    if (depth > kMaxHeaderDepth) throw TooDeep{};
-    if (event == Json::parse_event_t::object_start) {
-      open_objects.emplace_back();
-    } else if (event == Json::parse_event_t::object_end) {
-      if (!open_objects.empty()) open_objects.pop_back();
-    } else if (event == Json::parse_event_t::key && !open_objects.empty()) {
-      if (!open_objects.back().insert(parsed.get<std::string>()).second)
-        throw DuplicateKey{parsed.get<std::string>(), open_objects.size() == 1};
-    }
+struct Header {
+  Json json;
+  std::vector<std::string> order;  ///< the top-level keys as the file lists them
+};
+
+// One pass over the header's parse events, before any tree exists: refuses nesting
+// deeper than kMaxHeaderDepth and a key repeated within an object (nlohmann keeps the
+// last of repeated keys silently, and a repeated tensor name would make the file mean
+// two things), and records the order of the top-level keys. A SAX handler rather than
+// a parse callback: nlohmann's callback parser rescans the enclosing object at the end
+// of every entry, which is quadratic in the number of tensors.
+class HeaderScan final : public nlohmann::json_sax<Json> {
+ public:
+  explicit HeaderScan(std::vector<std::string>& order) : order_(order) {}
+
+  bool start_object(std::size_t) override {
+    enter();
+    objects_.emplace_back();
     return true;
-  };
+  }
+  bool end_object() override {
+    objects_.pop_back();
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    enter();
+    return true;
+  }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool key(string_t& key) override {
+    if (!objects_.back().insert(key).second) throw DuplicateKey{key, objects_.size() == 1};
+    if (objects_.size() == 1) order_.push_back(key);
+    return true;
+  }
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    throw e;  // a Json::exception with nlohmann's message
+  }
+
+ private:
+  void enter() {
+    if (++depth_ > kMaxHeaderDepth) throw TooDeep{};
+  }
+
+  std::vector<std::string>& order_;
+  std::vector<std::set<std::string>> objects_;
+  int depth_ = 0;
+};
+
+Header parse_header(const std::filesystem::path& path, const std::string& text) {
+  Header header;
+  HeaderScan scan(header.order);
   try {
-    return Json::parse(text, check_keys);
+    Json::sax_parse(text, &scan);
+    header.json = Json::parse(text);
+    return header;
   } catch (const TooDeep&) {
     refuse(path, "the header nests deeper than ", kMaxHeaderDepth,
            " levels (a safetensors header has 3): refused as malformed");
@@ -255,14 +302,16 @@ SafetensorsFile load_safetensors(const std::filesystem::path& path, std::optiona
   file.read_at(8, text.data(), text.size());
   if (text.empty() || text.front() != '{')
     refuse(path, "the header does not start with '{' (not a safetensors file?)");
-  const Json header = parse_header(path, text);
-  if (!header.is_object()) refuse(path, "the header is not a JSON object");
+  const Header header = parse_header(path, text);
+  if (!header.json.is_object()) refuse(path, "the header is not a JSON object");
 
   const uint64_t data_start = 8 + header_size;
   const uint64_t data_size = file.size() - data_start;
   SafetensorsFile result;
   std::vector<Entry> entries;
-  for (const auto& [name, value] : header.items()) {
+  entries.reserve(header.order.size());
+  for (const std::string& name : header.order) {
+    const Json& value = header.json.find(name).value();
     if (name == "__metadata__")
       result.metadata = parse_metadata(path, value);
     else

@@ -44,14 +44,28 @@ struct IdxImages {
   std::vector<uint8_t> pixels;
 };
 
+/// What a reader accepts, checked against the header before any payload is read
+/// (so before a compressed file is inflated): a decompression bomb, a few kilobytes
+/// of gzip that announce gigabytes, is refused without allocating or inflating them.
+struct IdxLimits {
+  /// The most payload bytes (count * rows * cols, or the label count) a file may
+  /// declare. The default, 1 GiB, is 20 times MNIST's training images.
+  uint64_t max_bytes = uint64_t{1} << 30;
+  /// Images must be exactly rows x cols pixels; 0 accepts any size. Images only.
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
 /// Reads an IDX3 unsigned-byte image file (magic 2051). Throws kiln::Error naming
-/// the file for: a file that cannot be opened, corrupt gzip data, a wrong magic
-/// number, a zero row or column count, a file that ends early and data left over
-/// after the last image.
-IdxImages read_idx_images(const std::filesystem::path& file);
+/// the file for: a path that is not a regular file (a FIFO is refused, never waited
+/// on), corrupt gzip data, a wrong magic number, a zero row or column count, sizes
+/// beyond `limits`, a file that ends early, and data left over after the last image
+/// (decompressed bytes, or bytes after the gzip stream that are not another member).
+IdxImages read_idx_images(const std::filesystem::path& file, const IdxLimits& limits = {});
 
 /// Reads an IDX1 unsigned-byte label file (magic 2049); same checks as above.
-std::vector<uint8_t> read_idx_labels(const std::filesystem::path& file);
+std::vector<uint8_t> read_idx_labels(const std::filesystem::path& file,
+                                     const IdxLimits& limits = {});
 
 // -- MNIST-format datasets ---------------------------------------------------------------
 
@@ -65,6 +79,12 @@ struct MNISTOptions {
     std_ = std;
     return *this;
   }
+  /// The image size every file must declare; unset accepts any (FashionMNIST
+  /// defaults it to 28 x 28). A file that disagrees is refused before it is inflated.
+  MNISTOptions& image_size(int64_t rows, int64_t cols) {
+    image_size_ = std::array<int64_t, 2>{rows, cols};
+    return *this;
+  }
   /// Where the whole dataset is kept (e.g. on the GPU, so batches never cross the bus).
   MNISTOptions& device(const Device& device) {
     device_ = device;
@@ -73,10 +93,12 @@ struct MNISTOptions {
   double mean() const { return mean_; }
   double std() const { return std_; }
   const std::optional<Device>& device() const { return device_; }
+  const std::optional<std::array<int64_t, 2>>& image_size() const { return image_size_; }
 
  private:
   double mean_ = 0.0;
   double std_ = 1.0;
+  std::optional<std::array<int64_t, 2>> image_size_;
   std::optional<Device> device_;
 };
 
@@ -121,7 +143,8 @@ class FashionMNIST : public MNIST {
   static const std::array<std::string_view, 10>& class_names();
 
   /// A missing folder or file is a kiln::Error naming the path searched and the
-  /// package to install.
+  /// package to install; images that are not 28 x 28 (unless options.image_size()
+  /// says otherwise) are refused, naming the file.
   explicit FashionMNIST(const std::filesystem::path& root = default_root(), bool train = true,
                         MNISTOptions options = {});
 };

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <exception>
 #include <limits>
+#include <sstream>
 #include <string>
 
 namespace kiln::train {
@@ -180,6 +181,32 @@ int64_t load_checkpoint(const Args& a, nn::Module& model, optim::Optimizer& opt,
     KILN_FAIL(shorten(message, kMaxMessage));
   }
   return restore(a, file, model, opt, schedule, scaler, history);
+}
+
+namespace {
+// The first group's rate (kiln-train makes one group), as std::cout prints a double.
+std::string lr_in_effect(const optim::Optimizer& opt) {
+  std::ostringstream text;
+  text << opt.param_groups().at(0).options->lr();
+  return text.str();
+}
+}  // namespace
+
+std::string lr_source(const Args& a, bool resumed, const optim::Optimizer& opt) {
+  std::ostringstream text;
+  if (resumed)
+    text << lr_in_effect(opt) << " (restored from " << a.checkpoint << "; --lr " << a.lr << ")";
+  else
+    text << a.lr;
+  return text.str();
+}
+
+std::string divergence_advice(const Args& a, bool resumed, const optim::Optimizer& opt) {
+  if (!resumed) return "try a smaller --lr";
+  return "the learning rate in effect, " + lr_in_effect(opt) + ", was restored from " +
+         a.checkpoint +
+         " (not taken from --lr): check that checkpoint, or start the run again without "
+         "--resume (with a smaller --lr if it diverges then too)";
 }
 
 }  // namespace kiln::train

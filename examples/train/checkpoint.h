@@ -38,6 +38,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "args.h"
@@ -98,5 +99,16 @@ int64_t restore(const Args& a, const io::SafetensorsFile& file, nn::Module& mode
 /// to about 2000 characters, however long the names or JSON the file holds.
 int64_t load_checkpoint(const Args& a, nn::Module& model, optim::Optimizer& opt,
                         optim::LRScheduler* schedule, amp::GradScaler* scaler, History& history);
+
+/// The learning rate for kiln-train's banner. A fresh run: --lr ("0.001"). After
+/// --resume (`resumed`), the rate in effect, which the checkpoint restored (where its
+/// schedule had taken it), and where it came from:
+/// "0.000491 (restored from run.safetensors; --lr 0.001)".
+std::string lr_source(const Args& a, bool resumed, const optim::Optimizer& opt);
+
+/// kiln-train's advice when the loss diverges. A fresh run: "try a smaller --lr". After
+/// --resume the rate came from the checkpoint, not --lr, and the advice says so,
+/// naming the rate in effect and a.checkpoint.
+std::string divergence_advice(const Args& a, bool resumed, const optim::Optimizer& opt);
 
 }  // namespace kiln::train

@@ -6,6 +6,12 @@
 #include <kiln/kiln.h>
 #include <kiln/optim.h>
 #include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/kiln_test.h"
 
 namespace {
 
@@ -238,6 +244,160 @@ TEST(Optimizers, ZeroGradAndParametersWithoutGradients) {
   EXPECT_DOUBLE_EQ(p.grad().item<double>(), 0.0);
   opt.zero_grad();
   EXPECT_FALSE(p.grad().defined());
+}
+
+const auto error_of = test::kiln_error_message;
+
+std::vector<Tensor> one_parameter() { return {from_vector<double>({1.0, 2.0}).requires_grad_()}; }
+
+// Every option is checked when an optimizer is made, or a group added, naming the option
+// and its value: the rules a checkpoint's values meet too (issue 28).
+TEST(Optimizers, ConstructorsRefuseBadOptionsNamingThem) {
+  const double nan = std::nan(""), inf = HUGE_VAL;
+  using optim::AdamOptions, optim::AdamWOptions, optim::RMSpropOptions, optim::SGDOptions;
+  const std::vector<std::pair<std::function<void()>, std::string>> cases = {
+      {[] { optim::SGD o(one_parameter(), SGDOptions(-1)); },
+       "SGD: the learning rate must be finite and non-negative, got -1"},
+      {[&] { optim::SGD o(one_parameter(), SGDOptions(inf)); }, "non-negative, got inf"},
+      {[&] { optim::Adam o(one_parameter(), AdamOptions(nan)); },
+       "Adam: the learning rate must be finite and non-negative, got nan"},
+      {[] { optim::SGD o(one_parameter(), SGDOptions(0.1).momentum(-0.5)); },
+       "SGD: momentum must be finite and non-negative, got -0.5"},
+      {[&] { optim::SGD o(one_parameter(), SGDOptions(0.1).momentum(inf)); },
+       "SGD: momentum must be finite and non-negative, got inf"},
+      {[&] { optim::SGD o(one_parameter(), SGDOptions(0.1).weight_decay(nan)); },
+       "SGD: weight_decay must be finite and non-negative, got nan"},
+      {[&] { optim::SGD o(one_parameter(), SGDOptions(0.1).dampening(inf)); },
+       "SGD: dampening must be finite, got inf"},
+      {[] {
+         optim::Adam o(one_parameter(), AdamOptions().betas({0.9, 1.0}));
+       },
+       "Adam: betas must be in [0, 1), got (0.9, 1)"},
+      {[] {
+         optim::AdamW o(one_parameter(), AdamWOptions().betas({-0.1, 0.9}));
+       },
+       "AdamW: betas must be in [0, 1), got (-0.1, 0.9)"},
+      {[&] {
+         optim::Adam o(one_parameter(), AdamOptions().betas({nan, 0.9}));
+       },
+       "Adam: betas must be in [0, 1), got (nan, 0.9)"},
+      {[] { optim::Adam o(one_parameter(), AdamOptions().eps(-1e-8)); },
+       "Adam: eps must be finite and non-negative, got -1e-08"},
+      {[&] { optim::AdamW o(one_parameter(), AdamWOptions().weight_decay(inf)); },
+       "AdamW: weight_decay must be finite and non-negative, got inf"},
+      {[] { optim::RMSprop o(one_parameter(), RMSpropOptions().alpha(1.5)); },
+       "RMSprop: alpha must be in [0, 1], got 1.5"},
+      {[&] { optim::RMSprop o(one_parameter(), RMSpropOptions().eps(nan)); },
+       "RMSprop: eps must be finite and non-negative, got nan"},
+      {[] { optim::RMSprop o(one_parameter(), RMSpropOptions().momentum(-1)); },
+       "RMSprop: momentum must be finite and non-negative, got -1"},
+      {[&] { optim::RMSprop o(one_parameter(), RMSpropOptions().weight_decay(inf)); },
+       "RMSprop: weight_decay must be finite and non-negative, got inf"},
+  };
+  for (const auto& [make, expected] : cases) {
+    const std::string message = error_of(make);
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+  }
+}
+
+// A group's own options are checked as the defaults are, also when it is added later,
+// and a refused group is not added.
+TEST(Optimizers, GroupOptionsAreCheckedToo) {
+  std::vector<optim::ParamGroup> groups(1);
+  groups[0].params = one_parameter();
+  groups[0].options = std::make_unique<optim::AdamOptions>(-1);
+  EXPECT_NE(error_of([&] {
+              optim::Adam o(std::move(groups), optim::AdamOptions());
+            }).find("Adam: the learning rate must be finite and non-negative, got -1"),
+            std::string::npos);
+  optim::Adam opt(one_parameter());
+  auto group = [](std::unique_ptr<optim::OptimizerOptions> options) {
+    optim::ParamGroup g;
+    g.params = one_parameter();
+    g.options = std::move(options);
+    return g;
+  };
+  std::string message = error_of([&] {
+    opt.add_param_group(group(std::make_unique<optim::AdamOptions>(optim::AdamOptions().eps(-1))));
+  });
+  EXPECT_NE(message.find("Adam: eps must be finite and non-negative, got -1"), std::string::npos)
+      << message;
+  message = error_of([&] { opt.add_param_group(group(std::make_unique<optim::SGDOptions>(0.1))); });
+  EXPECT_NE(message.find("Adam: a parameter group's options are not AdamOptions"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(opt.param_groups().size(), 1u);
+}
+
+// What a checkpoint restores is checked as the options are: each refusal names the key
+// and the value, and changes nothing (issue 28: a learning rate of -1 trained silently).
+TEST(Optimizers, LoadStateDictRefusesBadValuesNamingTheKey) {
+  const double nan = std::nan(""), inf = HUGE_VAL;
+  auto p = from_vector<double>({1.0, 2.0}).requires_grad_();
+  optim::Adam adam(std::vector<Tensor>{p}, optim::AdamOptions(0.05));
+  run(adam, p, 1);  // some state to keep
+  const std::vector<double> moment = adam.state_dict().back().second.to_vector<double>();
+  const Tensor lr = scalar_tensor(0.05, DType::Float64);
+  const auto two = [](double a, double b) { return from_vector<double>({a, b}); };
+  const std::vector<std::pair<nn::StateDict, std::string>> cases = {
+      {{{"param_groups.0.lr", scalar_tensor(-1e-300, DType::Float64)}},
+       "key 'param_groups.0.lr': a learning rate must be finite and non-negative, got -1e-300"},
+      {{{"param_groups.0.lr", scalar_tensor(inf, DType::Float64)}}, "non-negative, got inf"},
+      {{{"param_groups.0.lr", zeros({}, complex64)}},
+       "key 'param_groups.0.lr': a learning rate must be a real number, not complex64"},
+      {{{"param_groups.0.lr", lr}, {"state.0.step", full({}, -3.0)}},
+       "key 'state.0.step': the step count must be a whole number in [0, 9e15], got -3"},
+      {{{"param_groups.0.lr", lr}, {"state.0.step", zeros({}, complex64)}},
+       "key 'state.0.step': the step count must be a real number, not complex64"},
+      {{{"param_groups.0.lr", lr}, {"state.0.exp_avg_sq", two(-1.0, 0.5)}},
+       "key 'state.0.exp_avg_sq': holds -1, but it is a running mean of squares"},
+      {{{"param_groups.0.lr", lr}, {"state.0.exp_avg", two(nan, 0.0)}},
+       "key 'state.0.exp_avg': holds a NaN or infinite value"},
+      {{{"param_groups.0.lr", lr}, {"state.0.exp_avg_sq", two(inf, 0.0)}},
+       "key 'state.0.exp_avg_sq': holds a NaN or infinite value"},
+      {{{"param_groups.0.lr", lr}, {"state.0.exp_avgg", two(0.0, 0.0)}},
+       "key 'state.0.exp_avgg': not a state Adam keeps (it keeps 'step', 'exp_avg', "
+       "'exp_avg_sq')"},
+      {{{"param_groups.0.lr", lr}, {"state.0.exp_avg", zeros({2}, int64)}},
+       "key 'state.0.exp_avg': dtype int64 cannot hold the state of a float64 parameter"},
+      {{{"param_groups.0.lr", lr}, {"state.0.exp_avg", zeros({2}, complex64)}},
+       "key 'state.0.exp_avg': dtype complex64 cannot hold the state of a float64 parameter"},
+      {{{"param_groups.0.lr", lr}, {"state.0.exp_avg", zeros({3}, float64)}},
+       "key 'state.0.exp_avg': shape [3] does not match the parameter's [2]"},
+  };
+  for (const auto& [dict, expected] : cases) {
+    std::string message = error_of([&] { adam.load_state_dict(dict); });
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+    EXPECT_EQ(error_of([&] { adam.check_state_dict(dict); }), message);
+    EXPECT_EQ(adam.param_groups()[0].options->lr(), 0.05);
+    EXPECT_EQ(adam.state_dict().back().second.to_vector<double>(), moment);
+  }
+
+  // Each algorithm names the state it keeps; only means of squares must be non-negative.
+  optim::SGD sgd(one_parameter(), optim::SGDOptions(0.1).momentum(0.9));
+  std::string message = error_of([&] {
+    sgd.load_state_dict({{"param_groups.0.lr", lr}, {"state.0.exp_avg", two(0, 0)}});
+  });
+  EXPECT_NE(message.find("key 'state.0.exp_avg': not a state SGD keeps (it keeps 'step', "
+                         "'momentum_buffer')"),
+            std::string::npos)
+      << message;
+  message = error_of([&] {
+    sgd.load_state_dict({{"param_groups.0.lr", lr}, {"state.0.momentum_buffer", two(0, nan)}});
+  });
+  EXPECT_NE(message.find("key 'state.0.momentum_buffer': holds a NaN"), std::string::npos)
+      << message;
+  sgd.load_state_dict({{"param_groups.0.lr", lr}, {"state.0.momentum_buffer", two(-1, 2)}});
+  optim::RMSprop rms(one_parameter(), optim::RMSpropOptions().centered(true));
+  message = error_of([&] {
+    rms.load_state_dict({{"param_groups.0.lr", lr}, {"state.0.square_avg", two(0, -2)}});
+  });
+  EXPECT_NE(message.find("key 'state.0.square_avg': holds -2, but it is a running mean"),
+            std::string::npos)
+      << message;
+  rms.load_state_dict({{"param_groups.0.lr", lr},
+                       {"state.0.square_avg", two(1, 2)},
+                       {"state.0.grad_avg", two(-1, 0.5)}});
 }
 
 TEST(ClipGradNorm, ScalesToTheMaximumNorm) {

@@ -84,6 +84,31 @@ TEST(Schedulers, BadArguments) {
 
 const auto error_of = test::kiln_error_message;
 
+// Settings that would make a rate negative or not finite are refused, naming the
+// setting and its value (issue 28).
+TEST(Schedulers, SettingsThatMakeBadRatesAreRefused) {
+  Fixture f;
+  const double nan = std::nan(""), inf = HUGE_VAL;
+  const std::vector<std::pair<std::function<void()>, std::string>> cases = {
+      {[&] { optim::StepLR s(f.opt, 2, -0.5); },
+       "StepLR: gamma must be finite and non-negative, got -0.5"},
+      {[&] { optim::StepLR s(f.opt, 2, nan); }, "gamma must be finite and non-negative, got nan"},
+      {[&] { optim::CosineAnnealingLR s(f.opt, 10, -0.01); },
+       "CosineAnnealingLR: eta_min must be finite and non-negative, got -0.01"},
+      {[&] { optim::CosineAnnealingLR s(f.opt, 10, inf); }, "non-negative, got inf"},
+      {[&] { optim::OneCycleLR s(f.opt, inf, 100); }, "a finite max_lr > 0, got 100, 0.3 and inf"},
+      {[&] { optim::OneCycleLR s(f.opt, 1.0, 100, 0.3, 0.0); },
+       "OneCycleLR: div_factor and final_div_factor must be finite and positive, got 0 and 10000"},
+      {[&] { optim::OneCycleLR s(f.opt, 1.0, 100, 0.3, 25, nan); },
+       "must be finite and positive, got 25 and nan"},
+  };
+  for (const auto& [make, expected] : cases) {
+    const std::string message = error_of(make);
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+  }
+  EXPECT_EQ(f.lr(), 0.1);
+}
+
 TEST(Schedulers, StateDictResumesTheScheduleExactly) {
   Fixture a;
   optim::CosineAnnealingLR first(a.opt, 10, 0.01);
@@ -119,6 +144,7 @@ TEST(Schedulers, LoadStateDictRefusesBadEntriesAndChangesNothing) {
   const std::vector<std::pair<nn::StateDict, std::string>> cases = {
       {dict(scalar_tensor(-1, DType::Int64), ok_lrs), "whole number in [0, 9e15], got -1"},
       {dict(scalar_tensor(2.5), ok_lrs), "got 2.5"},
+      {dict(zeros({}, complex64), ok_lrs), "key 'last_step': expected real numbers, got complex64"},
       {dict(ok_step, from_vector<double>({-1.0})), "finite and non-negative, got -1"},
       {dict(ok_step, from_vector<double>({std::nan("")})), "finite and non-negative, got nan"},
       {dict(ok_step, from_vector<double>({0.1, 0.2})), "2 base rates for an optimizer with 1"},

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -317,6 +318,28 @@ TEST_F(CheckpointRestore, BadLearningRateIsRefusedNamingTheKey) {
   EXPECT_EQ(schedule_->last_step(), 1);
   EXPECT_EQ(optimizer_->param_groups()[0].options->lr(), lr);
   EXPECT_EQ(kiln::generator_state().seed, 5u);
+}
+
+// After --resume the banner shows the learning rate the checkpoint restored, and
+// divergence is not blamed on --lr (issue 28: the banner showed --lr's value).
+TEST_F(CheckpointRestore, ResumedRunsReportTheRestoredLearningRate) {
+  args_.lr = 0.1;
+  auto file = valid_file();  // its schedule has taken the rate below 0.1
+  History history;
+  kiln::train::restore(args_, file, *model_, *optimizer_, schedule_.get(), nullptr, history);
+  std::ostringstream restored;
+  restored << optimizer_->param_groups()[0].options->lr();
+  ASSERT_NE(restored.str(), "0.1");
+  EXPECT_EQ(kiln::train::lr_source(args_, true, *optimizer_),
+            restored.str() + " (restored from " + args_.checkpoint + "; --lr 0.1)");
+  const std::string advice = kiln::train::divergence_advice(args_, true, *optimizer_);
+  EXPECT_NE(advice.find("the learning rate in effect, " + restored.str() + ", was restored from " +
+                        args_.checkpoint + " (not taken from --lr)"),
+            std::string::npos)
+      << advice;
+  // A fresh run: --lr's value, and --lr to blame.
+  EXPECT_EQ(kiln::train::lr_source(args_, false, *optimizer_), "0.1");
+  EXPECT_EQ(kiln::train::divergence_advice(args_, false, *optimizer_), "try a smaller --lr");
 }
 
 // A refused checkpoint changes nothing: all metadata is checked before any state.

@@ -9,14 +9,22 @@
 //                                   with its "history" nested 100000 levels deep
 //     DIR/empty_data/               Fashion-MNIST in the IDX format with 0 images in
 //                                   each split
+//     DIR/negative_lr.safetensors   a checkpoint of `kiln-train --model mlp --epochs 1
+//                                   --limit-batches 2 --schedule none` after 0 epochs,
+//                                   valid but for its optimizer's learning rate: -1
+//     DIR/huge_lr.safetensors       the same for `... --optimizer sgd --lr 0.01
+//                                   --limit-batches 50`, with a learning rate of 1e12
+//                                   (valid, but training diverges)
 #include <kiln/io/safetensors.h>
 #include <kiln/kiln.h>
 #include <kiln/optim/adam.h>
+#include <kiln/optim/sgd.h>
 
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -51,8 +59,31 @@ void write_checkpoint(const kiln::train::Args& a) {
   options.dropout = a.dropout;
   options.hidden = 256;  // kiln-train's MLP width
   auto model = kiln::train::make_model(a.model, options);
-  kiln::optim::Adam optimizer(model->parameters(), kiln::optim::AdamOptions(a.lr));
-  kiln::train::save_checkpoint(a, *model, optimizer, nullptr, nullptr, 0, {});
+  std::unique_ptr<kiln::optim::Optimizer> optimizer;
+  if (a.optimizer == "sgd")
+    optimizer = std::make_unique<kiln::optim::SGD>(model->parameters(),
+                                                   kiln::optim::SGDOptions(a.lr).momentum(0.9));
+  else
+    optimizer =
+        std::make_unique<kiln::optim::Adam>(model->parameters(), kiln::optim::AdamOptions(a.lr));
+  kiln::train::save_checkpoint(a, *model, *optimizer, nullptr, nullptr, 0, {});
+}
+
+// A checkpoint for `a` (no schedule) re-saved to `path` with the optimizer's learning
+// rate set to `lr`.
+void write_with_lr(kiln::train::Args a, const std::filesystem::path& path, double lr) {
+  a.schedule = "none";
+  a.checkpoint = path.string();
+  write_checkpoint(a);
+  kiln::io::SafetensorsFile file = kiln::io::load_safetensors(path);
+  bool found = false;
+  for (auto& [name, t] : file.tensors)
+    if (name == "optimizer.param_groups.0.lr") {
+      t = kiln::scalar_tensor(lr, kiln::TensorOptions(kiln::float64));
+      found = true;
+    }
+  if (!found) throw std::runtime_error("no optimizer.param_groups.0.lr in " + path.string());
+  kiln::io::save_safetensors(path, file.tensors, file.metadata);
 }
 
 // `file` re-saved to `path` with metadata `key` replaced by `value`.
@@ -82,6 +113,12 @@ int main(int argc, char** argv) {
     const auto valid = kiln::io::load_safetensors(a.checkpoint);
     write_with(valid, dir / "deep_run.safetensors", "run", nested(kDepth));
     write_with(valid, dir / "deep_history.safetensors", "history", nested(kDepth));
+    write_with_lr(a, dir / "negative_lr.safetensors", -1.0);
+    kiln::train::Args sgd = a;
+    sgd.optimizer = "sgd";
+    sgd.lr = 0.01;
+    sgd.limit_batches = 50;
+    write_with_lr(sgd, dir / "huge_lr.safetensors", 1e12);
 
     for (const char* split : {"train", "t10k"}) {
       write_empty_idx(dir / "empty_data" / (std::string(split) + "-images-idx3-ubyte"), 2051,

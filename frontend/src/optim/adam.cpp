@@ -1,5 +1,7 @@
 #include "kiln/optim/adam.h"
 
+#include <cmath>
+
 #include "graph/capture.h"
 #include "kiln/autograd.h"
 #include "kiln/error.h"
@@ -17,16 +19,25 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions defaults)
 Adam::Adam(std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults,
            const char* name, bool decoupled)
     : Optimizer(std::move(groups), std::move(defaults), name), decoupled_(decoupled) {
-  for (auto& g : param_groups()) {
-    const auto& o = static_cast<const AdamOptions&>(*g.options);
-    KILN_CHECK(o.betas().first >= 0 && o.betas().first < 1 && o.betas().second >= 0 &&
-                   o.betas().second < 1,
-               name_, ": betas must be in [0, 1), got (", o.betas().first, ", ", o.betas().second,
-               ")");
-    KILN_CHECK(o.eps() >= 0 && o.weight_decay() >= 0, name_,
-               ": eps and weight_decay must be "
-               "non-negative");
-  }
+  check_options(*defaults_);
+  for (auto& g : param_groups()) check_options(*g.options);
+}
+
+void Adam::check_options(const OptimizerOptions& options) const {
+  Optimizer::check_options(options);
+  const auto* o = dynamic_cast<const AdamOptions*>(&options);
+  KILN_CHECK(o != nullptr, name_, ": a parameter group's options are not AdamOptions");
+  const auto [beta1, beta2] = o->betas();
+  KILN_CHECK(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1, name_,
+             ": betas must be in [0, 1), got (", beta1, ", ", beta2, ")");
+  KILN_CHECK(std::isfinite(o->eps()) && o->eps() >= 0, name_,
+             ": eps must be finite and non-negative, got ", o->eps());
+  KILN_CHECK(std::isfinite(o->weight_decay()) && o->weight_decay() >= 0, name_,
+             ": weight_decay must be finite and non-negative, got ", o->weight_decay());
+}
+
+std::vector<Optimizer::StateKind> Adam::state_kinds() const {
+  return {{"exp_avg"}, {"exp_avg_sq", /*non_negative=*/true}};
 }
 
 void Adam::step() {

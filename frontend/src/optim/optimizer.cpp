@@ -1,10 +1,10 @@
 #include "kiln/optim/optimizer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
 #include <set>
-#include <sstream>
 #include <tuple>
 
 #include "kiln/autograd.h"
@@ -36,8 +36,9 @@ size_t parse_index(const std::string& key, size_t begin, size_t end, const Fail&
 Optimizer::Optimizer(std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults,
                      const char* name)
     : defaults_(std::move(defaults)), name_(name) {
-  KILN_CHECK(defaults_->lr() >= 0, name_, ": learning rate must be non-negative, got ",
-             defaults_->lr());
+  // Virtual calls from here reach the base's check_options (the lr); each algorithm's
+  // constructor then checks its own options in every group.
+  check_options(*defaults_);
   for (auto& g : groups) add_param_group(std::move(g));
   size_t count = 0;
   for (const auto& g : groups_) count += g.params.size();
@@ -60,7 +61,13 @@ void Optimizer::add_param_group(ParamGroup group) {
                ": a parameter appears in more than one group");
   }
   if (!group.options) group.options = defaults_->clone();
+  check_options(*group.options);
   groups_.push_back(std::move(group));
+}
+
+void Optimizer::check_options(const OptimizerOptions& options) const {
+  KILN_CHECK(std::isfinite(options.lr()) && options.lr() >= 0, name_,
+             ": the learning rate must be finite and non-negative, got ", options.lr());
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
@@ -118,7 +125,8 @@ struct LoadPlan {
 
 // Every check of load_state_dict, and with `convert` every copy, changing nothing.
 LoadPlan plan_load(const char* optimizer, const std::vector<ParamGroup>& groups,
-                   const nn::StateDict& dict, bool convert) {
+                   const std::vector<Optimizer::StateKind>& kinds, const nn::StateDict& dict,
+                   bool convert) {
   NoGradGuard no_grad;
   std::vector<Tensor> params;
   for (const auto& g : groups)
@@ -129,8 +137,8 @@ LoadPlan plan_load(const char* optimizer, const std::vector<ParamGroup>& groups,
     // Not a structured binding: clang before 16 cannot capture one in the lambda.
     const std::string& key = entry.first;
     const Tensor& t = entry.second;
-    auto fail = [&](const std::string& why) {
-      KILN_FAIL(optimizer, "::load_state_dict: key '", key, "': ", why);
+    auto fail = [&](const auto&... why) {
+      KILN_FAIL(optimizer, "::load_state_dict: key '", key, "': ", why...);
     };
     if (!t.defined()) fail("the tensor is undefined");
     if (key.rfind("param_groups.", 0) == 0) {
@@ -138,35 +146,54 @@ LoadPlan plan_load(const char* optimizer, const std::vector<ParamGroup>& groups,
       if (dot == std::string::npos || key.substr(dot) != ".lr") fail("unknown group field");
       size_t g = parse_index(key, 13, dot, fail);
       if (g >= groups.size())
-        fail("no group " + std::to_string(g) + ": the optimizer has " +
-             std::to_string(groups.size()) + " parameter groups");
+        fail("no group ", g, ": the optimizer has ", groups.size(), " parameter groups");
       if (!std::isnan(plan.lrs[g])) fail("the learning rate of the group is given twice");
-      if (t.numel() != 1) fail("a learning rate must hold one value");
+      if (t.numel() != 1) fail("a learning rate must hold one value, not ", t.numel());
+      if (is_complex(t.dtype())) fail("a learning rate must be a real number, not ", t.dtype());
       const double lr = t.to(DType::Float64).item<double>();
       if (!(std::isfinite(lr) && lr >= 0))
-        fail("a learning rate must be finite and non-negative, got " + std::to_string(lr));
+        fail("a learning rate must be finite and non-negative, got ", lr);
       plan.lrs[g] = lr;
     } else if (key.rfind("state.", 0) == 0) {
       size_t dot = key.find('.', 6);
       if (dot == std::string::npos) fail("malformed state key");
       size_t i = parse_index(key, 6, dot, fail);
       if (i >= params.size())
-        fail("no parameter " + std::to_string(i) + ": the optimizer has " +
-             std::to_string(params.size()) + " parameters");
+        fail("no parameter ", i, ": the optimizer has ", params.size(), " parameters");
       std::string name = key.substr(dot + 1);
       if (name == "step") {
         // A count: one whole, non-negative number (a hostile file may hold 1e30 or NaN).
-        if (t.numel() != 1)
-          fail("the step count must hold one value, not " + std::to_string(t.numel()));
+        if (t.numel() != 1) fail("the step count must hold one value, not ", t.numel());
+        if (is_complex(t.dtype())) fail("the step count must be a real number, not ", t.dtype());
         const double step = t.to(DType::Float64).item<double>();
         if (!(step >= 0 && step <= 9.0e15 && step == std::floor(step)))
-          fail("the step count must be a whole number in [0, 9e15], got " + std::to_string(step));
+          fail("the step count must be a whole number in [0, 9e15], got ", step);
         plan.steps.emplace_back(i, static_cast<int64_t>(step));
-      } else if (t.shape() != params[i].shape()) {
-        std::ostringstream m;
-        m << "shape " << t.shape() << " does not match the parameter's " << params[i].shape();
-        fail(m.str());
-      } else if (convert) {
+        continue;
+      }
+      const Tensor& p = params[i];
+      auto kind = std::find_if(kinds.begin(), kinds.end(),
+                               [&](const Optimizer::StateKind& k) { return k.name == name; });
+      if (!kinds.empty() && kind == kinds.end()) {
+        std::string known = "'step'";
+        for (const auto& k : kinds) known += ", '" + k.name + "'";
+        fail("not a state ", optimizer, " keeps (it keeps ", known, ")");
+      }
+      if (t.shape() != p.shape())
+        fail("shape ", t.shape(), " does not match the parameter's ", p.shape());
+      // Converted to the parameter's dtype on load, but never across kinds: an integer
+      // or boolean tensor is no optimizer's state, and complex to real drops a part.
+      if (!(is_complex(p.dtype()) ? is_complex(t.dtype()) : is_floating(t.dtype())))
+        fail("dtype ", t.dtype(), " cannot hold the state of a ", p.dtype(), " parameter");
+      // One NaN in a moment makes every later step of its parameter NaN.
+      if (t.numel() > 0 && !t.isfinite().all().item<bool>())
+        fail("holds a NaN or infinite value; an optimizer's state must be finite");
+      if (kind != kinds.end() && kind->non_negative && t.numel() > 0) {
+        const double least = t.min().to(DType::Float64).item<double>();
+        if (least < 0)
+          fail("holds ", least, ", but it is a running mean of squares and cannot be negative");
+      }
+      if (convert) {
         Tensor own = t.to(params[i].device()).to(params[i].dtype());
         if (own.impl() == t.impl()) own = own.clone();  // not the caller's tensor
         plan.tensors.emplace_back(i, std::move(name), std::move(own));
@@ -185,13 +212,13 @@ LoadPlan plan_load(const char* optimizer, const std::vector<ParamGroup>& groups,
 }  // namespace
 
 void Optimizer::check_state_dict(const nn::StateDict& dict) const {
-  plan_load(name_, groups_, dict, /*convert=*/false);
+  plan_load(name_, groups_, state_kinds(), dict, /*convert=*/false);
 }
 
 void Optimizer::load_state_dict(const nn::StateDict& dict) {
   // Validate and copy everything first, then only assign: a bad checkpoint (or a failed
   // copy) changes nothing.
-  LoadPlan plan = plan_load(name_, groups_, dict, /*convert=*/true);
+  LoadPlan plan = plan_load(name_, groups_, state_kinds(), dict, /*convert=*/true);
   std::vector<Tensor> params;
   for (const auto& g : groups_)
     for (const auto& p : g.params) params.push_back(p);

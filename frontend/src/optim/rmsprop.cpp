@@ -1,5 +1,8 @@
 #include "kiln/optim/rmsprop.h"
 
+#include <cmath>
+#include <utility>
+
 #include "graph/capture.h"
 #include "kiln/autograd.h"
 #include "kiln/error.h"
@@ -13,11 +16,26 @@ RMSprop::RMSprop(std::vector<Tensor> params, RMSpropOptions options)
 
 RMSprop::RMSprop(std::vector<ParamGroup> groups, RMSpropOptions defaults)
     : Optimizer(std::move(groups), defaults.clone(), "RMSprop") {
-  for (auto& g : param_groups()) {
-    const auto& o = static_cast<const RMSpropOptions&>(*g.options);
-    KILN_CHECK(o.alpha() >= 0 && o.eps() >= 0 && o.weight_decay() >= 0 && o.momentum() >= 0,
-               "RMSprop: alpha, eps, weight_decay and momentum must be non-negative");
-  }
+  check_options(*defaults_);
+  for (auto& g : param_groups()) check_options(*g.options);
+}
+
+void RMSprop::check_options(const OptimizerOptions& options) const {
+  Optimizer::check_options(options);
+  const auto* o = dynamic_cast<const RMSpropOptions*>(&options);
+  KILN_CHECK(o != nullptr, "RMSprop: a parameter group's options are not RMSpropOptions");
+  // Above 1, (1 - alpha) is negative and so, soon, is the square average under the root.
+  KILN_CHECK(o->alpha() >= 0 && o->alpha() <= 1, "RMSprop: alpha must be in [0, 1], got ",
+             o->alpha());
+  const std::pair<const char*, double> non_negative[] = {
+      {"eps", o->eps()}, {"weight_decay", o->weight_decay()}, {"momentum", o->momentum()}};
+  for (const auto& [option, value] : non_negative)
+    KILN_CHECK(std::isfinite(value) && value >= 0, "RMSprop: ", option,
+               " must be finite and non-negative, got ", value);
+}
+
+std::vector<Optimizer::StateKind> RMSprop::state_kinds() const {
+  return {{"square_avg", /*non_negative=*/true}, {"grad_avg"}, {"momentum_buffer"}};
 }
 
 // Composed from elementwise ops: RMSprop is rarely the bottleneck, so it has no

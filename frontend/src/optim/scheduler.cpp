@@ -44,6 +44,7 @@ SchedulerState parse_state(const nn::StateDict& dict, size_t groups) {
       return detail::concat("LRScheduler::load_state_dict: key '", key, "'");
     };
     KILN_CHECK(t.defined(), where(), ": the tensor is undefined");
+    KILN_CHECK(!is_complex(t.dtype()), where(), ": expected real numbers, got ", t.dtype());
     const std::vector<double> values = t.to(DType::Float64).to_vector<double>();
     if (key == "last_step") {
       KILN_CHECK(values.size() == 1, where(), ": expected one value, got ", values.size());
@@ -94,6 +95,8 @@ std::vector<double> LRScheduler::get_last_lr() const {
 StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
     : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
   KILN_CHECK(step_size > 0, "StepLR: step_size must be positive, got ", step_size);
+  KILN_CHECK(std::isfinite(gamma) && gamma >= 0,
+             "StepLR: gamma must be finite and non-negative, got ", gamma);
 }
 double StepLR::lr_at(double base, int64_t t) const {
   return base * std::pow(gamma_, static_cast<double>(t / step_size_));
@@ -102,6 +105,8 @@ double StepLR::lr_at(double base, int64_t t) const {
 CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double eta_min)
     : LRScheduler(optimizer), t_max_(t_max), eta_min_(eta_min) {
   KILN_CHECK(t_max > 0, "CosineAnnealingLR: T_max must be positive, got ", t_max);
+  KILN_CHECK(std::isfinite(eta_min) && eta_min >= 0,
+             "CosineAnnealingLR: eta_min must be finite and non-negative, got ", eta_min);
 }
 double CosineAnnealingLR::lr_at(double base, int64_t t) const {
   double c = std::cos(std::numbers::pi * static_cast<double>(std::min(t, t_max_)) /
@@ -130,8 +135,14 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps,
       pct_start_(pct_start),
       div_(div_factor),
       final_div_(final_div_factor) {
-  KILN_CHECK(total_steps > 1 && pct_start > 0 && pct_start < 1 && max_lr > 0,
-             "OneCycleLR: need total_steps > 1, 0 < pct_start < 1 and max_lr > 0");
+  KILN_CHECK(
+      total_steps > 1 && pct_start > 0 && pct_start < 1 && std::isfinite(max_lr) && max_lr > 0,
+      "OneCycleLR: need total_steps > 1, 0 < pct_start < 1 and a finite max_lr > 0, got ",
+      total_steps, ", ", pct_start, " and ", max_lr);
+  KILN_CHECK(std::isfinite(div_factor) && div_factor > 0 && std::isfinite(final_div_factor) &&
+                 final_div_factor > 0,
+             "OneCycleLR: div_factor and final_div_factor must be finite and positive, got ",
+             div_factor, " and ", final_div_factor);
   apply();
 }
 double OneCycleLR::lr_at(double, int64_t t) const {

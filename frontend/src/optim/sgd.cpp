@@ -1,5 +1,7 @@
 #include "kiln/optim/sgd.h"
 
+#include <cmath>
+
 #include "graph/capture.h"
 #include "kiln/autograd.h"
 #include "kiln/error.h"
@@ -9,23 +11,30 @@
 
 namespace kiln::optim {
 
-namespace {
-void check(const SGDOptions& o) {
-  KILN_CHECK(o.momentum() >= 0 && o.weight_decay() >= 0,
-             "SGD: momentum and weight_decay must be "
-             "non-negative");
-  KILN_CHECK(!o.nesterov() || (o.momentum() > 0 && o.dampening() == 0),
-             "SGD: nesterov needs momentum > 0 and dampening 0");
-}
-}  // namespace
-
 SGD::SGD(std::vector<Tensor> params, SGDOptions options)
     : SGD(single_group(std::move(params)), std::move(options)) {}
 
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions defaults)
     : Optimizer(std::move(groups), defaults.clone(), "SGD") {
-  for (auto& g : param_groups()) check(static_cast<const SGDOptions&>(*g.options));
+  check_options(*defaults_);
+  for (auto& g : param_groups()) check_options(*g.options);
 }
+
+void SGD::check_options(const OptimizerOptions& options) const {
+  Optimizer::check_options(options);
+  const auto* o = dynamic_cast<const SGDOptions*>(&options);
+  KILN_CHECK(o != nullptr, "SGD: a parameter group's options are not SGDOptions");
+  KILN_CHECK(std::isfinite(o->momentum()) && o->momentum() >= 0,
+             "SGD: momentum must be finite and non-negative, got ", o->momentum());
+  KILN_CHECK(std::isfinite(o->weight_decay()) && o->weight_decay() >= 0,
+             "SGD: weight_decay must be finite and non-negative, got ", o->weight_decay());
+  KILN_CHECK(std::isfinite(o->dampening()), "SGD: dampening must be finite, got ", o->dampening());
+  KILN_CHECK(!o->nesterov() || (o->momentum() > 0 && o->dampening() == 0),
+             "SGD: nesterov needs momentum > 0 and dampening 0, got momentum ", o->momentum(),
+             " and dampening ", o->dampening());
+}
+
+std::vector<Optimizer::StateKind> SGD::state_kinds() const { return {{"momentum_buffer"}}; }
 
 void SGD::step() {
   detail::PhaseScope phase(profiler::Phase::Optimizer);

@@ -79,8 +79,12 @@ class Adam : public Optimizer {
   Adam(std::vector<Tensor> params, AdamOptions options = AdamOptions());
   Adam(std::vector<ParamGroup> groups, AdamOptions defaults);
   void step() override;
+  /// "exp_avg" and "exp_avg_sq" (non-negative).
+  std::vector<StateKind> state_kinds() const override;
 
  protected:
+  /// Besides the lr: both betas in [0, 1), eps and weight_decay finite and non-negative.
+  void check_options(const OptimizerOptions& options) const override;
   Adam(std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults, const char* name,
        bool decoupled);
 

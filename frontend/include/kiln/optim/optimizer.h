@@ -63,6 +63,9 @@ class Optimizer {
   /// Clears (set_to_none) or zeroes every parameter's gradient.
   void zero_grad(bool set_to_none = true);
 
+  /// Adds `group`; null options take a copy of the defaults. Throws kiln::Error (and
+  /// adds nothing) for a parameter that is undefined, not a leaf requiring grad or
+  /// already optimized, or for options check_options() refuses.
   void add_param_group(ParamGroup group);
   std::vector<ParamGroup>& param_groups() { return groups_; }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
@@ -73,18 +76,36 @@ class Optimizer {
   nn::StateDict state_dict() const;
   /// Restores what state_dict() produced for an optimizer over parameters of the
   /// same shapes: the state is replaced (what the dict lacks is dropped, not kept),
-  /// and the dict must hold one "param_groups.<g>.lr" per group. Throws naming the
-  /// key on any mismatch, changing nothing.
+  /// and the dict must hold one "param_groups.<g>.lr" per group. A dict may come from
+  /// an untrusted file, so every value is checked as the options are: a learning rate
+  /// must be finite and non-negative, a step count a whole number in [0, 9e15], a
+  /// state tensor one of the algorithm's names (state_kinds()), of its parameter's
+  /// shape and kind of dtype (real or complex floating point), finite, and
+  /// non-negative where it is a mean of squares. Throws kiln::Error naming the key and
+  /// the value on any mismatch, changing nothing.
   void load_state_dict(const nn::StateDict& dict);
   /// The checks of load_state_dict alone: throws the same kiln::Error for the same
   /// `dict`, and changes nothing either way.
   void check_state_dict(const nn::StateDict& dict) const;
   /// The algorithm's name ("Adam", "SGD", ...), as its errors spell it.
   const char* name() const { return name_; }
+  /// One kind of per-parameter state tensor an algorithm keeps.
+  struct StateKind {
+    std::string name;           ///< as state_dict() names it: "exp_avg", "momentum_buffer", ...
+    bool non_negative = false;  ///< a running mean of squares: negative values are refused
+  };
+  /// The state tensors step() may keep per parameter; load_state_dict refuses other
+  /// names. Empty (the default, for an algorithm that does not say) accepts any name.
+  virtual std::vector<StateKind> state_kinds() const { return {}; }
 
  protected:
   Optimizer(std::vector<ParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults,
             const char* name);
+  /// Throws kiln::Error naming the algorithm, the option and its value if `options`
+  /// are not valid for it. Called for the defaults and for every group, also those
+  /// added later by add_param_group. The base checks the learning rate (finite,
+  /// non-negative); an algorithm with more options overrides it and calls the base.
+  virtual void check_options(const OptimizerOptions& options) const;
   /// The state tensor `name` of `param`, created by `init` on first use.
   Tensor& state(const Tensor& param, const std::string& name);
   bool has_state(const Tensor& param, const std::string& name) const;

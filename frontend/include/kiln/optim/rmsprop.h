@@ -59,6 +59,13 @@ class RMSprop : public Optimizer {
   RMSprop(std::vector<Tensor> params, RMSpropOptions options = RMSpropOptions());
   RMSprop(std::vector<ParamGroup> groups, RMSpropOptions defaults);
   void step() override;
+  /// "square_avg" (non-negative), "grad_avg" (centered), "momentum_buffer".
+  std::vector<StateKind> state_kinds() const override;
+
+ protected:
+  /// Besides the lr: alpha in [0, 1], eps, weight_decay and momentum finite and
+  /// non-negative.
+  void check_options(const OptimizerOptions& options) const override;
 };
 
 }  // namespace kiln::optim

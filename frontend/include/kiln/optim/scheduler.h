@@ -9,6 +9,10 @@
 ///   LinearLR (warm-up): lr = base · (s + (e − s) · min(t, T) / T)
 ///   OneCycleLR:        warm-up from max_lr/div to max_lr over pct_start of the steps
 ///                      (cosine), then cosine annealing to max_lr/(div·final_div).
+///
+/// Each constructor throws kiln::Error, naming the argument and its value, for settings
+/// that would make a rate negative or not finite: γ or η_min negative, NaN or infinite;
+/// a max_lr, div or final_div that is not finite and positive; ...
 
 #include <vector>
 

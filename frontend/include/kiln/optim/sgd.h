@@ -55,6 +55,13 @@ class SGD : public Optimizer {
   SGD(std::vector<Tensor> params, SGDOptions options);
   SGD(std::vector<ParamGroup> groups, SGDOptions defaults);
   void step() override;
+  /// "momentum_buffer".
+  std::vector<StateKind> state_kinds() const override;
+
+ protected:
+  /// Besides the lr: momentum and weight_decay finite and non-negative, dampening
+  /// finite, and nesterov only with momentum > 0 and dampening 0.
+  void check_options(const OptimizerOptions& options) const override;
 };
 
 }  // namespace kiln::optim

@@ -2,6 +2,7 @@
 #include "isolation.h"
 
 #include <fcntl.h>
+#include <kiln/error.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -56,8 +57,23 @@ class PipeReporter : public Reporter {
   int fd_;
 };
 
-// The checks report through Check and catch libkiln's errors themselves; an exception
-// reaching here came out of a call into the plugin, across the C ABI.
+// How much of a child's output GroupOutcome::output keeps (all of it is forwarded).
+constexpr size_t kMaxKeptOutput = size_t{4} << 20;
+
+// An exception that reached the group's top. libkiln turns an exception escaping a
+// plugin entry into a kiln::Error beginning "ABI violation", and a status the plugin
+// returned into any other kiln::Error: the first is the plugin's ABI violation, the
+// second a failed check. Any other exception can only have crossed the C ABI out of a
+// direct call into the plugin (the ABI checks call its entries themselves).
+CheckResult kiln_error(const std::string& group, const std::string& what) {
+  CheckResult r;  // the caller sets the section
+  r.name = group;
+  r.status = Status::Failed;
+  // libkiln's "ABI violation: ..." already names the plugin and the entry.
+  r.message = what.rfind("ABI violation", 0) == 0 ? what : "stopped on an error: " + what;
+  return r;
+}
+
 CheckResult escaped(const std::string& group, const std::string& what) {
   CheckResult r;  // the caller sets the section
   r.name = group;
@@ -71,6 +87,8 @@ CheckResult escaped(const std::string& group, const std::string& what) {
 void run_body(const std::string& group, const GroupBody& body, Reporter& reporter) {
   try {
     body(reporter);
+  } catch (const kiln::Error& e) {
+    reporter.result(kiln_error(group, e.what()));
   } catch (const std::exception& e) {
     reporter.result(escaped(group, e.what()));
   } catch (...) {
@@ -111,21 +129,32 @@ GroupOutcome run_group(const std::string& group, const GroupBody& body,
 
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
-    out.results.push_back(escaped(group, std::string("pipe: ") + std::strerror(errno)));
+    out.results.push_back(
+        kiln_error(group, std::string("the runner's pipe: ") + std::strerror(errno)));
     return out;
   }
+  // The child's stdout and stderr: forwarded to our stderr as they come, and kept in
+  // out.output (what the plugin logged is evidence too, see certify.cpp). Without this
+  // second pipe the child writes to stderr directly.
+  int output[2] = {-1, -1};
+  const bool capture = ::pipe2(output, O_CLOEXEC) == 0;
   std::fflush(nullptr);  // nothing buffered may be written twice
   const pid_t pid = ::fork();
   if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    out.results.push_back(escaped(group, std::string("fork: ") + std::strerror(errno)));
+    for (int fd : {fds[0], fds[1], output[0], output[1]})
+      if (fd >= 0) ::close(fd);
+    out.results.push_back(
+        kiln_error(group, std::string("the runner's fork: ") + std::strerror(errno)));
     return out;
   }
   if (pid == 0) {
     // The child: stdout belongs to the report (--json), so anything the plugin prints
     // goes to stderr.
     ::close(fds[0]);
+    if (capture) {
+      ::close(output[0]);
+      ::dup2(output[1], STDERR_FILENO);
+    }
     ::dup2(STDERR_FILENO, STDOUT_FILENO);
     PipeReporter reporter(fds[1]);
     run_body(group, body, reporter);
@@ -136,11 +165,27 @@ GroupOutcome run_group(const std::string& group, const GroupBody& body,
   }
 
   ::close(fds[1]);
+  if (capture) ::close(output[1]);
   std::string last_begun, buffer;
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(options.timeout_seconds);
   bool timed_out = false;
   char chunk[4096];
+  // Reads what the child printed; false at its end (or on an error).
+  const auto forward_output = [&] {
+    const ssize_t n = ::read(output[0], chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) return true;
+    if (n <= 0) return false;
+    for (ssize_t done = 0; done < n;) {
+      const ssize_t w = ::write(STDERR_FILENO, chunk + done, static_cast<size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      done += w;
+    }
+    if (out.output.size() < kMaxKeptOutput) out.output.append(chunk, static_cast<size_t>(n));
+    return true;
+  };
+  bool reading_output = capture;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                           deadline - std::chrono::steady_clock::now())
@@ -149,10 +194,12 @@ GroupOutcome run_group(const std::string& group, const GroupBody& body,
       timed_out = true;
       break;
     }
-    pollfd p{fds[0], POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    pollfd p[2] = {{fds[0], POLLIN, 0}, {reading_output ? output[0] : -1, POLLIN, 0}};
+    const int ready = ::poll(p, 2, static_cast<int>(std::min<long long>(left, 1000)));
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) continue;
+    if (p[1].revents != 0) reading_output = forward_output();
+    if (p[0].revents == 0) continue;
     const ssize_t n = ::read(fds[0], chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // EOF: the child has finished (or died)
@@ -166,6 +213,14 @@ GroupOutcome run_group(const std::string& group, const GroupBody& body,
   if (timed_out) ::kill(pid, SIGKILL);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (capture) {
+    // The rest of what the child printed, without waiting for processes it may have
+    // started and that still hold the pipe.
+    ::fcntl(output[0], F_SETFL, ::fcntl(output[0], F_GETFL) | O_NONBLOCK);
+    while (reading_output && forward_output()) {
+    }
+    ::close(output[0]);
   }
   const std::string during = last_begun.empty() ? "" : " while running '" + last_begun + "'";
   if (timed_out) {

@@ -31,6 +31,10 @@ struct GroupOutcome {
   /// Set when the group did not finish: Crashed or TimedOut, with what was running.
   std::optional<Status> abnormal;
   std::string abnormal_message;
+  /// What the child process wrote to stdout and stderr (the plugin's and libkiln's log
+  /// lines among it), its first 4 MiB; all of it is also forwarded to stderr as it comes.
+  /// Empty when the group ran in this process (IsolationOptions::fork false).
+  std::string output;
 };
 
 using GroupBody = std::function<void(Reporter&)>;

@@ -1,6 +1,8 @@
 // One op's cases: device against CPU reference, outputs and gradients, gradcheck.
 #include "op_runner.h"
 
+#include <kiln/error.h>
+
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -173,6 +175,21 @@ CaseResult run_case(const std::string& op, const Case& c, const Device& device, 
 
 }  // namespace
 
+std::string plugin_error_text(const std::string& message, const Device& device) {
+  if (message.rfind("ABI violation", 0) == 0) return message;
+  // DeviceContext::check puts "<op> on <device>" first, or finds it in the plugin's own
+  // message near the start.
+  const size_t at = message.find(" on " + device.str());
+  if (at != std::string::npos && at < 80) {
+    const size_t space = at == 0 ? std::string::npos : message.find_last_of(" :", at - 1);
+    const size_t start = space == std::string::npos ? 0 : space + 1;
+    const std::string op = message.substr(start, at - start);
+    if (op.find('.') != std::string::npos)  // an op ("kiln.conv2d"), not "allocate"
+      return "the plugin's kernel for " + op + " returned an error: " + message;
+  }
+  return "error: " + message;
+}
+
 void run_op_suite(const OpSuite& suite, const Device& device, Reporter& reporter,
                   const RunOptions& options) {
   CheckResult result;
@@ -190,6 +207,8 @@ void run_op_suite(const OpSuite& suite, const Device& device, Reporter& reporter
     CaseResult r;
     try {
       r = run_case(suite.op, c, device, max_error, options.compare_fallback);
+    } catch (const kiln::Error& e) {
+      r.failure = plugin_error_text(e.what(), device);
     } catch (const std::exception& e) {
       r.failure = std::string("threw: ") + e.what();
     }

@@ -7,6 +7,8 @@
 
 #include <kiln/device.h>
 
+#include <string>
+
 #include "isolation.h"
 #include "op_suite.h"
 
@@ -18,6 +20,12 @@ struct RunOptions {
   /// this way. A certification leaves it off: a fallback is not the plugin's result.
   bool compare_fallback = false;
 };
+
+/// A kiln::Error that libkiln raised while `device` ran a check, in the report's words:
+/// "ABI violation: ..." (an exception escaped a plugin entry) as it is; a status a
+/// kernel returned as "the plugin's kernel for kiln.add returned an error: ..." (the op
+/// is read from libkiln's "<op> on <device>"); anything else as "error: ...".
+std::string plugin_error_text(const std::string& message, const Device& device);
 
 void run_op_suite(const OpSuite& suite, const Device& device, Reporter& reporter,
                   const RunOptions& options = {});

@@ -2,12 +2,14 @@
 // the CPU, from the same initial weights and data; the loss curves must agree.
 #include "training_check.h"
 
+#include <kiln/error.h>
 #include <kiln/nn.h>
 #include <kiln/optim.h>
 
 #include <cmath>
 #include <sstream>
 
+#include "op_runner.h"
 #include "op_suite.h"
 
 namespace kiln::conformance {
@@ -79,7 +81,17 @@ void training_check(const Device& device, Reporter& reporter) {
   reporter.begin("training: tiny CNN on " + device.str());
   const uint64_t baseline = memory_stats(device).bytes_in_use;
   reset_fallback_report();
-  const std::vector<double> on_device = train(device);
+  std::vector<double> on_device;
+  try {
+    on_device = train(device);
+  } catch (const kiln::Error& e) {
+    // This check's failure, in words that tell a kernel's returned error from an ABI
+    // violation (an exception that escaped the plugin).
+    result.status = Status::Failed;
+    result.message = plugin_error_text(e.what(), device);
+    reporter.result(result);
+    return;
+  }
   const size_t fallbacks = fallback_report().entries.size();
   reporter.begin("training: tiny CNN on the CPU");
   const std::vector<double> on_cpu = train(Device("cpu", 0));

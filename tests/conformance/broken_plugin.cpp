@@ -14,8 +14,13 @@
 //            while allocations are only 64-byte aligned
 //   throw    kiln.add's run entry is a raw function (not run_kernel<>) that throws: the
 //            exception crosses the C ABI, which must be reported as an ABI violation
-//   throw_supports  supports() throws: the kit's firewall must catch it, log it and
-//            decline, so that kiln.add and kiln.mul run on the CPU plugin
+//   throw_supports  supports() throws: the kit's firewall catches it, logs it and
+//            declines, so that kiln.add and kiln.mul run on the CPU plugin; the
+//            certifier must still fail both ops for it (an ABI violation)
+//   status   kiln.add and kiln.mul return an error status (a kiln::sdk::Error, turned
+//            into a status by run_kernel<>): a failed check that names the op and
+//            quotes the message, in the op checks and in the training check alike, and
+//            never an ABI violation
 // Built with the plugin kit, so it also shows that the kit turns a plugin into a
 // conformant one except where the author's own code is wrong.
 #include <kiln/sdk/plugin.h>
@@ -130,8 +135,15 @@ void binary(const OpArgs& args, bool contiguous_inputs) {
   kiln::sdk::unsupported_dtype(y.dtype);
 }
 
+// The "status" defect: the kernel reports a device error, as a status.
+void fail_if_status_mode() {
+  if (mode() == "status")
+    throw kiln::sdk::Error(KILN_STATUS_DEVICE_ERROR, "device lost (BROKEN_PLUGIN_MODE=status)");
+}
+
 void add(const OpArgs& args) {
   const std::string m = mode();
+  fail_if_status_mode();
   if (m == "crash") {
     volatile int* null = nullptr;
     *null = 1;
@@ -144,6 +156,7 @@ void add(const OpArgs& args) {
 }
 
 void mul(const OpArgs& args) {
+  fail_if_status_mode();
   if (mode() == "leak") {
     auto& device = kiln::sdk::device_from_handle<BrokenDevice>(args.raw().outputs[0].device);
     device.allocate(256, 64, nullptr);  // scratch space, never released

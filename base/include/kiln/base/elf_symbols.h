@@ -13,7 +13,10 @@
 
 #include "kiln/c_api.h"
 
+#include <cxxabi.h>
+
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <fstream>
@@ -99,6 +102,7 @@ inline std::optional<std::vector<ElfSymbol>> elf_defined_symbols(const std::stri
 
 /// Why the library at `path` has no usable kiln_plugin_init, read from its symbols:
 /// defined as a C++ function (exported or not, as the mangled _Z16kiln_plugin_init...),
+/// defined inside a namespace (_ZN4acme16kiln_plugin_initE...: the scope is named),
 /// defined but hidden, or not defined at all. What Kiln's loader and kiln-conformance
 /// say when the entry symbol is missing.
 inline std::string missing_entry_reason(const std::string& path) {
@@ -106,7 +110,7 @@ inline std::string missing_entry_reason(const std::string& path) {
   const std::string mangled = "_Z" + std::to_string(entry.size()) + entry;
   const std::string absent = "no entry symbol '" + entry +
                              "': a Kiln plugin defines it (declared in kiln/c_api.h, or written "
-                             "for you by KILN_PLUGIN in kiln/sdk/plugin.h)";
+                             "for you by KILN_SDK_PLUGIN in kiln/sdk/plugin.h)";
   std::optional<std::vector<ElfSymbol>> symbols;
   try {
     symbols = elf_defined_symbols(path);
@@ -121,6 +125,25 @@ inline std::string missing_entry_reason(const std::string& path) {
              "': kiln_plugin_init was compiled as a C++ function, so its name was mangled; "
              "include <kiln/c_api.h>, which declares it extern \"C\", or define it inside "
              "extern \"C\" { ... }";
+  // Inside a namespace (or class) the name is nested: _ZN4acme16kiln_plugin_initE...
+  const std::string nested = std::to_string(entry.size()) + entry + "E";
+  for (const ElfSymbol& s : *symbols)
+    if (s.name.rfind("_ZN", 0) == 0 && s.name.find(nested) != std::string::npos) {
+      std::string scope = "a namespace or class";
+      int status = -1;
+      if (char* readable = abi::__cxa_demangle(s.name.c_str(), nullptr, nullptr, &status)) {
+        const std::string qualified = readable;
+        std::free(readable);
+        const size_t end = qualified.find("::" + entry + "(");
+        if (end != std::string::npos) scope = "'" + qualified.substr(0, end) + "'";
+      }
+      return "no entry symbol '" + entry + "', but the library defines " +
+             (s.exported ? "'" : "a hidden '") + s.name +
+             "': kiln_plugin_init was defined inside " + scope +
+             ", so it is another function, with C++ linkage and a mangled name; define it at "
+             "global scope, outside every namespace (KILN_SDK_PLUGIN in kiln/sdk/plugin.h "
+             "writes it for you), or give it C linkage with extern \"C\"";
+    }
   for (const ElfSymbol& s : *symbols)
     if (s.name == entry)
       return "no entry symbol '" + entry +

@@ -67,17 +67,22 @@ kiln_status* run_kernel(void* context, const kiln_op_args* args) noexcept {
 using SupportsErrorSink = void (*)(const char* op, const char* message) noexcept;
 inline std::atomic<SupportsErrorSink> supports_error_sink{nullptr};
 
+/// How guarded_supports reports a predicate's exception: "<op>: supports() threw: <what>;
+/// declining the arguments". kiln-conformance looks for these words in the log.
+inline constexpr char kSupportsThrew[] = "supports() threw";
+
 /// The `supports` that `lookup` hands out: the entry's own predicate behind the
 /// exception firewall. An exception must not cross the C ABI; one escaping the
 /// predicate is reported to supports_error_sink and declines the arguments (the op then
-/// runs on the CPU plugin, and Kiln's fallback report shows it).
+/// runs on the CPU plugin, and Kiln's fallback report shows it). It is a defect all the
+/// same: kiln-conformance fails the plugin for it.
 inline int32_t guarded_supports(void* context, const kiln_op_args* args) noexcept {
   const auto* entry = static_cast<const KernelEntry*>(context);
   try {
     return entry->supports(context, args);
   } catch (...) {
     if (SupportsErrorSink sink = supports_error_sink.load(std::memory_order_acquire)) {
-      std::string message = "supports() threw";
+      std::string message = kSupportsThrew;
       try {
         throw;
       } catch (const std::exception& e) {

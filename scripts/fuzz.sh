@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 seconds=${KILN_FUZZ_SECONDS:-45}
 jobs=${KILN_FUZZ_BUILD_JOBS:-$(nproc)}
 build=build-fuzz
-all=(fuzz_safetensors fuzz_idx fuzz_checkpoint fuzz_plugin_table)
+all=(fuzz_safetensors fuzz_idx fuzz_checkpoint fuzz_plugin_table fuzz_op_schema)
 if [ $# -gt 0 ]; then fuzzers=("$@"); else fuzzers=("${all[@]}"); fi
 
 for tool in clang-14 clang++-14; do
@@ -44,9 +44,9 @@ rm -rf "$seeds"
 # checkpoints get 1 MB, room for headers nested far beyond any limit; IDX files 64 kB,
 # which gzip can still inflate to 64 MB.
 declare -A corpus=([fuzz_safetensors]=safetensors [fuzz_idx]=idx [fuzz_checkpoint]=checkpoint
-                   [fuzz_plugin_table]=plugin_table)
+                   [fuzz_plugin_table]=plugin_table [fuzz_op_schema]=op_schema)
 declare -A max_len=([fuzz_safetensors]=1048576 [fuzz_idx]=65536 [fuzz_checkpoint]=1048576
-                    [fuzz_plugin_table]=4096)
+                    [fuzz_plugin_table]=4096 [fuzz_op_schema]=131072)
 
 failed=()
 summary=()

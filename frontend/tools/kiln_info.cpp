@@ -1,12 +1,13 @@
 // kiln-info: what Kiln found on this machine — version, plugin search path, every
-// plugin with its devices, every candidate that failed to load and why, and the
-// default device. Exits 1 when KILN_BACKEND names something unusable, 2 on a wrong
-// command line.
+// plugin with its devices and declared ops, every candidate that failed to load and
+// why, and the default device. Exits 1 when KILN_BACKEND names something unusable, 2
+// on a wrong command line.
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include "kiln/kiln.h"
 
@@ -21,13 +22,40 @@ std::string human_bytes(uint64_t b) {
     std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
   return buf;
 }
+
+// One declared vendor op on one line: "acme.swish v1 (x) -> (y: shape of input 0);
+// beta FLOAT (optional); dtypes float; gradient acme.swish_backward".
+std::string describe_op(const kiln::OpSchema& op) {
+  using Rule = kiln::OpSchema::ShapeRule;
+  std::string line = op.name + " v" + std::to_string(op.version) + " (";
+  for (size_t i = 0; i < op.inputs.size(); ++i) line += (i ? ", " : "") + op.inputs[i].name;
+  line += ") -> (";
+  for (size_t i = 0; i < op.outputs.size(); ++i) {
+    const auto& out = op.outputs[i];
+    line += (i ? ", " : "") + out.name;
+    if (out.shape == Rule::SameAs) line += ": shape of input " + std::to_string(out.shape_input);
+    if (out.shape == Rule::Broadcast) line += ": broadcast shape";
+    if (out.shape == Rule::Scalar) line += ": scalar";
+  }
+  line += ")";
+  for (const auto& a : op.attributes) {
+    line += "; " + a.name + " ";
+    line += a.type == kiln::OpSchema::AttributeType::Int     ? "INT"
+            : a.type == kiln::OpSchema::AttributeType::Float ? "FLOAT"
+                                                             : "STRING";
+    if (a.optional) line += " (optional)";
+  }
+  line += "; dtypes " + op.dtype_class;
+  if (!op.gradient.empty()) line += "; gradient " + op.gradient;
+  return line;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
       "kiln-info: what Kiln found on this machine: its version, the plugin search path, every\n"
-      "plugin with its devices, every plugin candidate that failed to load and why, and the\n"
-      "default device.\n\n"
+      "plugin with its devices and declared ops, every plugin candidate that failed to load\n"
+      "and why, and the default device.\n\n"
       "Environment: KILN_PLUGIN_PATH (extra plugin folders, searched first), KILN_BACKEND\n"
       "(the default device, e.g. cuda:0), KILN_LOG_LEVEL.\n"
       "Exit status: 0, or 1 when KILN_BACKEND names an unusable device, 2 on a wrong command line.",
@@ -42,6 +70,7 @@ int main(int argc, char** argv) {
   for (const auto& dir : kiln::plugin_search_path()) std::cout << "  " << dir << "\n";
 
   auto plugins = kiln::loaded_plugins();
+  const std::vector<kiln::OpSchema> declared_ops = kiln::vendor_ops();
   std::cout << "\nPlugins loaded: " << plugins.size() << "\n";
   for (const auto& p : plugins) {
     std::cout << "  " << p.name << " " << p.version << " (ABI " << p.abi_major << "." << p.abi_minor
@@ -73,14 +102,24 @@ int main(int argc, char** argv) {
       if (d.host_accessible) std::cout << ", host-accessible memory";
       std::cout << "]\n";
     }
+    // Ops outside the catalogue that the plugin declared ("kiln.op_schemas.v1").
+    size_t count = 0;
+    for (const auto& op : declared_ops) count += op.plugin == p.name;
+    if (count) std::cout << "    declared ops: " << count << "\n";
+    for (const auto& op : declared_ops)
+      if (op.plugin == p.name) std::cout << "      " << describe_op(op) << "\n";
   }
 
   auto failures = kiln::plugin_load_failures();
   std::cout << "\nCandidates that did not load: " << failures.size() << "\n";
   for (const auto& f : failures) std::cout << "  " << f.path << "\n    " << f.reason << "\n";
 
-  const char* backend = std::getenv("KILN_BACKEND");
-  std::cout << "\nKILN_BACKEND=" << (backend ? backend : "(unset)") << "\n";
+  // A long value is cut, as libkiln's messages cut it.
+  std::string backend = std::getenv("KILN_BACKEND") ? std::getenv("KILN_BACKEND") : "(unset)";
+  if (backend.size() > 200)
+    backend = backend.substr(0, 200) + "... (" + std::to_string(backend.size() - 200) +
+              " more characters)";
+  std::cout << "\nKILN_BACKEND=" << backend << "\n";
   try {
     kiln::Device d = kiln::default_device();
     std::cout << "Default device: " << d.str() << "\n";

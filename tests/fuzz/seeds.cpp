@@ -11,6 +11,8 @@
 //                      numbers out of range
 //   DIR/plugin_table/  inputs that fuzz_plugin_table reads as a valid table and as
 //                      tables with one defect each
+//   DIR/op_schema/     vendor op schemas: valid ones (every shape rule, attribute type
+//                      and key), one nested 100000 levels deep, one of 100 kB
 //
 // The deep and huge seeds make sure every fuzzing run exercises those paths.
 #include <kiln/io/safetensors.h>
@@ -136,6 +138,25 @@ void plugin_table_seeds(const fs::path& dir) {
   write_file(dir / "collectives_incomplete", Bytes(14, '\0') + Bytes("\x05\x00", 2));
 }
 
+void op_schema_seeds(const fs::path& dir) {
+  // What fuzz_op_schema reads as the JSON of "fuzz.op" version 1.
+  write_file(dir / "unary", R"({"inputs": [{"name": "x"}], "outputs": [{"name": "y",
+      "shape": "input 0"}], "attributes": [{"name": "beta", "type": "FLOAT"}],
+      "dtypes": {"class": "float32_64", "one_dtype": true}})");
+  write_file(dir / "every_key", R"({"name": "fuzz.op", "version": 1,
+      "inputs": [{"name": "a", "desc": "left"}, {"name": "b"}],
+      "outputs": [{"name": "c", "shape": "broadcast"}, {"name": "m", "shape": "input 1",
+                   "dtype": "bool"}, {"name": "n", "shape": "scalar", "dtype": "input 1"},
+                  {"name": "free"}],
+      "attributes": [{"name": "k", "type": "INT", "default": 3},
+                     {"name": "s", "type": "STRING", "optional": true, "default": "x"},
+                     {"name": "f", "type": "FLOAT", "default": 0.5, "desc": "scale"}],
+      "dtypes": {"class": "all", "of": "output 0", "one_dtype": false},
+      "differentiable": true, "gradient": "fuzz.op_backward", "semantics": "text"})");
+  write_file(dir / "deep", Bytes(100000, '[') + Bytes(100000, ']'));
+  write_file(dir / "long", R"({"semantics": ")" + Bytes(100000, 'a') + R"("})");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -145,12 +166,13 @@ int main(int argc, char** argv) {
   }
   try {
     const fs::path root = argv[1];
-    for (const char* target : {"safetensors", "idx", "checkpoint", "plugin_table"})
+    for (const char* target : {"safetensors", "idx", "checkpoint", "plugin_table", "op_schema"})
       fs::create_directories(root / target);
     safetensors_seeds(root / "safetensors");
     idx_seeds(root / "idx");
     checkpoint_seeds(root / "checkpoint");
     plugin_table_seeds(root / "plugin_table");
+    op_schema_seeds(root / "op_schema");
     std::cout << "kiln_fuzz_seeds: wrote the seed corpora to " << root.string() << "\n";
     return 0;
   } catch (const std::exception& e) {

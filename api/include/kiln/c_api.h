@@ -25,8 +25,8 @@
  *   kernel.run(kernel.context, &args);                   // ...call it many times
  * @endcode
  *
- * Versioning (see api/README.md for the full promise)
- * ---------------------------------------------------
+ * Versioning (see share/doc/kiln/ABI.md for the full promise)
+ * ------------------------------------------------------------
  * Both sides state the ABI major.minor they were built with. A different major is
  * refused with a message naming both versions. Within one major, any minor works
  * with any other: every struct carries its size, a reader touches only the fields
@@ -165,7 +165,7 @@ typedef enum kiln_attr_type {
   KILN_ATTR_STRING = 5  /* value.s, NUL-terminated */
 } kiln_attr_type;
 
-/* One named attribute. The op catalogue (api/OPS.md) fixes each op's attribute
+/* One named attribute. The op catalogue (share/doc/kiln/OPS.md) fixes each op's attribute
  * names, types and order; the frontend always passes all of them, in that order. */
 typedef struct kiln_attr {
   const char* name;
@@ -365,12 +365,12 @@ typedef struct kiln_plugin_api {
 
   /* -- ops ----------------------------------------------------------------------- */
 
-  /* (required) Looks up the kernel for catalogue op `name` at `version` (see api/OPS.md) on
-   * `device`, filling `*kernel` (whose struct_size the caller sets). An op the
-   * plugin does not provide is not an error: return NULL and leave kernel->run
-   * NULL (a plugin without kernels answers every lookup so, and each op then runs on
-   * the CPU plugin). The frontend calls this once per (device, op) and caches the
-   * result. */
+  /* (required) Looks up the kernel for catalogue op `name` at `version` (see
+   * share/doc/kiln/OPS.md) on `device`, filling `*kernel` (whose struct_size the
+   * caller sets). An op the plugin does not provide is not an error: return NULL
+   * and leave kernel->run NULL (a plugin without kernels answers every lookup so,
+   * and each op then runs on the CPU plugin). The frontend calls this once per
+   * (device, op) and caches the result. */
   kiln_status* (*get_kernel)(kiln_device* device, const char* name, int32_t version,
                              kiln_kernel* kernel);
 
@@ -552,12 +552,60 @@ typedef struct kiln_threads_api {
 } kiln_threads_api;
 
 /* ------------------------------------------------------------------------------ */
+/* Vendor op schemas: the extension table "kiln.op_schemas.v1"                     */
+/* ------------------------------------------------------------------------------ */
+/*
+ * A plugin that provides ops outside the catalogue (namespaced, e.g. "acme.swish",
+ * looked up through get_kernel like any op) declares them by returning a
+ * `kiln_op_schemas_api` from `get_extension(context, KILN_EXTENSION_OP_SCHEMAS)`.
+ * Each op is described once, as UTF-8 JSON text in the form of an entry of the
+ * catalogue (share/doc/kiln/ops.json), plus an output shape rule the frontend can apply:
+ *
+ *   {"inputs": [{"name": "x"}],
+ *    "outputs": [{"name": "y", "shape": "input 0"}],
+ *    "attributes": [{"name": "beta", "type": "FLOAT", "optional": true, "default": 1.0}],
+ *    "dtypes": {"class": "float", "one_dtype": true},
+ *    "differentiable": false,
+ *    "semantics": "y = x * sigmoid(beta * x)"}
+ *
+ * An output's "shape" is one of "input N" (the shape of input N), "broadcast" (the
+ * broadcast of every input's shape) or "scalar" (rank 0). share/doc/kiln/ABI.md, "Vendor op
+ * schemas", lists every key, the limits, and what the frontend does with them (it
+ * checks each call's arity and attributes against the schema, and a typed wrapper
+ * allocates outputs from the shape rules). The frontend validates every schema when
+ * the plugin loads and ignores, with a warning naming the plugin and the op, one it
+ * cannot accept; the op stays callable without a schema.
+ *
+ * All pointers (the table, the array, the entries and their strings) must stay valid
+ * for the life of the process, like the plugin table. Like every extension, this one
+ * is versioned by its name, not by the ABI's minor version: an older plugin answers
+ * NULL.
+ */
+
+#define KILN_EXTENSION_OP_SCHEMAS "kiln.op_schemas.v1"
+
+/* One vendor op. */
+typedef struct kiln_op_schema {
+  size_t struct_size;      /* sizeof(kiln_op_schema) as the plugin was built */
+  const char* name;        /* "vendor.op": not in the "kiln." namespace */
+  int32_t version;         /* >= 1: the version get_kernel is asked for */
+  const char* schema_json; /* the JSON object above, NUL-terminated */
+} kiln_op_schema;
+
+typedef struct kiln_op_schemas_api {
+  size_t struct_size; /* sizeof(kiln_op_schemas_api) as the plugin was built */
+  size_t count;       /* number of entries in `schemas` */
+  /* `count` pointers to entries (pointers, so that an entry may grow on its own). */
+  const kiln_op_schema* const* schemas;
+} kiln_op_schemas_api;
+
+/* ------------------------------------------------------------------------------ */
 /* Pinned sizes of the released structs. Changing any of these breaks every plugin  */
 /* or host built against that version. Literal numbers (the ABI is defined for      */
 /* 64-bit platforms with 8-byte pointers: x86-64, aarch64), each checked below      */
 /* against the layout above: a field moved, resized or inserted before the end of a */
-/* released struct stops this header from compiling. The frozen 1.0 header in       */
-/* tests/abi also pins every member's offset.                                       */
+/* released struct stops this header from compiling. The frozen 1.0 header in the  */
+/* Kiln sources (tests/abi) also pins every member's offset.                        */
 /* ------------------------------------------------------------------------------ */
 
 /* ABI 1.0. The smallest table a 1.x loader accepts ends with get_extension. */
@@ -575,6 +623,10 @@ typedef struct kiln_threads_api {
 
 /* What 1.2 appended: the table through range_pop. */
 #define KILN_PLUGIN_API_SIZE_1_2 ((size_t)224)
+
+/* The extension "kiln.op_schemas.v1" as first released (outside the minor versions). */
+#define KILN_OP_SCHEMAS_API_SIZE_V1 ((size_t)24)
+#define KILN_OP_SCHEMA_SIZE_V1 ((size_t)32)
 
 #if !defined(UINTPTR_MAX) || UINTPTR_MAX != UINT64_MAX
 #error "the Kiln ABI is defined for 64-bit platforms (8-byte pointers)"
@@ -603,6 +655,10 @@ KILN_ABI_ASSERT(KILN_COLLECTIVES_API_SIZE_1_1 == KILN_ABI_END(kiln_collectives_a
                 "kiln_collectives_api 1.1 changed");
 KILN_ABI_ASSERT(KILN_PLUGIN_API_SIZE_1_2 == KILN_ABI_END(kiln_plugin_api, range_pop),
                 "kiln_plugin_api 1.2 changed");
+KILN_ABI_ASSERT(KILN_OP_SCHEMAS_API_SIZE_V1 == KILN_ABI_END(kiln_op_schemas_api, schemas),
+                "kiln_op_schemas_api v1 changed");
+KILN_ABI_ASSERT(KILN_OP_SCHEMA_SIZE_V1 == KILN_ABI_END(kiln_op_schema, schema_json),
+                "kiln_op_schema v1 changed");
 #undef KILN_ABI_END
 #undef KILN_ABI_ASSERT
 

@@ -82,6 +82,15 @@ void example() {
 }
 }  // namespace custom_op_1
 
+// kiln/custom_op.h
+namespace custom_op_2 {
+void example(const kiln::Tensor& x) {
+  kiln::VendorOp swish("acme.swish");                  // throws if not declared
+  kiln::Tensor y = swish({x}, {{"beta", 1.0}});        // one output
+  std::vector<kiln::Tensor> outs = swish.run({x});     // every output
+}
+}  // namespace custom_op_2
+
 // kiln/data/dataloader.h
 namespace data_dataloader_1 {
 void example(int64_t start_epoch, int64_t epochs, const std::shared_ptr<kiln::nn::Module>& model) {

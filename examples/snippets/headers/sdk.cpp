@@ -8,6 +8,7 @@
 #include <kiln/sdk/dtype_dispatch.h>
 #include <kiln/sdk/half.h>
 #include <kiln/sdk/kernel_table.h>
+#include <kiln/sdk/op_schemas.h>
 #include <kiln/sdk/philox.h>
 #include <kiln/sdk/plugin.h>
 #include <kiln/sdk/status.h>
@@ -112,3 +113,22 @@ void example(const kiln_host_api* host, const kiln_plugin_api** api,
   kiln::sdk::write_sized(properties, full);      // answering a struct the caller sized
 }
 }  // namespace sdk_versioned_1
+
+// kiln/sdk/op_schemas.h
+namespace sdk_op_schemas_1 {
+class AcmeBackend : public kiln::sdk::Backend {
+ public:
+  int32_t device_count() override { return 0; }
+  kiln::sdk::Device& device(int32_t) override { throw std::runtime_error("no devices"); }
+  const void* extension(const char* name) override;
+};
+const void* AcmeBackend::extension(const char* name) {  // overrides Backend's
+  static const kiln::sdk::OpSchemaList ops({
+      {"acme.swish", 1, R"({"inputs": [{"name": "x"}],
+                            "outputs": [{"name": "y", "shape": "input 0"}],
+                            "attributes": [{"name": "beta", "type": "FLOAT"}],
+                            "dtypes": {"class": "float32_64", "one_dtype": true}})"},
+  });
+  return ops.extension(name);
+}
+}  // namespace sdk_op_schemas_1

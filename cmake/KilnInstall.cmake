@@ -4,14 +4,17 @@
 #   <prefix>/lib/libkiln.so*             the frontend
 #   <prefix>/lib/kiln/plugins/           the plugins, found beside libkiln with no
 #                                        environment variable
-#   <prefix>/bin/                        kiln-info, kiln-train, kiln-demo, kiln-conformance
+#   <prefix>/bin/                        kiln-info, kiln-train, kiln-demo, kiln-conformance,
+#                                        kiln-bench, kiln-bench-mpi (with MPI)
 #   <prefix>/lib/cmake/Kiln/             find_package(Kiln CONFIG): Kiln::kiln (the
 #                                        frontend), Kiln::sdk (plugin authors: headers
 #                                        and kiln_add_plugin), Kiln::api, and the
 #                                        imported program Kiln::kiln-conformance
 #   <prefix>/lib/pkgconfig/kiln.pc       pkg-config for libkiln
 #   <prefix>/share/doc/kiln/             OPS.md (the op catalogue), ABI.md (the ABI's
-#                                        rules, api/README.md), plugin-guide.md
+#                                        rules, api/README.md), plugin-guide.md, LICENSE,
+#                                        and examples/: the plugin template and the
+#                                        custom-op recipe (examples/CMakeLists.txt)
 #
 # Nothing installed holds an absolute path: the CMake files locate the prefix from
 # their own folder, kiln.pc from ${pcfiledir}, programs find libkiln through an

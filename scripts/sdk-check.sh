@@ -2,9 +2,10 @@
 # The plugin SDK end to end, as a vendor meets it (CI runs it from scripts/test.sh):
 # install Kiln from a build folder into a temporary prefix and move that prefix (the
 # install must be relocatable), build an application against it (CMake and pkg-config),
-# build examples/plugin-template out of tree against the install only, certify it with
-# the installed kiln-conformance, and train a few steps with it through
-# KILN_PLUGIN_PATH and KILN_BACKEND.
+# build the installed copy of the plugin template (share/doc/kiln/examples/plugin-template)
+# out of tree against the install only, certify it with the installed kiln-conformance,
+# train a few steps with it through KILN_PLUGIN_PATH and KILN_BACKEND, and build and
+# run the installed custom-op recipe (share/doc/kiln/examples/tutorial).
 #
 #   scripts/sdk-check.sh [build-folder]        (default: build)
 set -euo pipefail
@@ -46,8 +47,9 @@ c++ -o "$work/demo-pc" examples/demo.cpp \
 env -u KILN_PLUGIN_PATH -u KILN_BACKEND "$work/demo-pc" | grep -q "Running on cpu:0" ||
   { echo "sdk-check: the pkg-config build failed" >&2; exit 1; }
 
-step "build examples/plugin-template against the install only"
-cmake -S examples/plugin-template -B "$work/template" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+step "build the installed plugin template against the install only"
+cmake -S "$prefix/share/doc/kiln/examples/plugin-template" -B "$work/template" -G Ninja \
+  -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
   -DCMAKE_CXX_FLAGS="-Werror" >/dev/null
 cmake --build "$work/template"
@@ -59,5 +61,12 @@ step "certify it"
 step "train with it"
 KILN_PLUGIN_PATH="$work/template" KILN_BACKEND=reference \
   "$prefix/bin/kiln-train" --model mlp --epochs 1 --limit-batches 20 --batch-size 32
+
+step "build and run the installed custom-op recipe (tutorial 8) against the install only"
+cmake -S "$prefix/share/doc/kiln/examples/tutorial" -B "$work/custom_op" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+  -DCMAKE_CXX_FLAGS="-Werror" >/dev/null
+cmake --build "$work/custom_op"
+(cd "$work/custom_op" && env -u KILN_PLUGIN_PATH -u KILN_BACKEND ctest --output-on-failure)
 
 step "done"

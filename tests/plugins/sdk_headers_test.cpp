@@ -267,5 +267,40 @@ TEST(SdkAttrs, GeneratedStructsReadEveryAttributeByNameAndType) {
                 "ops with one attribute list share one struct");
 }
 
+// An attribute a caller may leave out (a vendor op's, or one a later catalogue entry
+// added) reads as its default when absent, of every scalar type, and is still
+// type-checked when present.
+TEST(SdkOpArgs, OptionalAttributesOfEveryScalarTypeFallBackToTheirDefaults) {
+  const std::vector<kiln_attr> passed = {float_attr("beta", 2.5), int_attr("dim", 3),
+                                         string_attr("mode", "tanh")};
+  const kiln_op_args raw{sizeof raw, nullptr, 0, nullptr, 0, passed.data(), passed.size(), nullptr};
+  const sdk::OpArgs args(&raw);
+  EXPECT_EQ(args.attr_float_or("beta", 1.0), 2.5);
+  EXPECT_EQ(args.attr_int_or("dim", -1), 3);
+  EXPECT_STREQ(args.attr_string_or("mode", "none"), "tanh");
+  EXPECT_TRUE(args.has_attr("beta"));
+  EXPECT_EQ(args.attr_float_or("threshold", 20.0), 20.0);
+  EXPECT_EQ(args.attr_int_or("keepdim", 0), 0);
+  EXPECT_STREQ(args.attr_string_or("precision", "highest"), "highest");
+  EXPECT_FALSE(args.has_attr("threshold"));
+
+  const kiln_op_args none{sizeof none, nullptr, 0, nullptr, 0, nullptr, 0, nullptr};
+  EXPECT_EQ(sdk::OpArgs(&none).attr_float_or("beta", 1.0), 1.0);
+  EXPECT_FALSE(sdk::OpArgs(&none).has_attr("beta"));
+
+  const auto error_of = [&](auto read) -> std::string {
+    try {
+      read();
+    } catch (const sdk::Error& e) {
+      EXPECT_EQ(e.code(), KILN_STATUS_INVALID_ARGUMENT);
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error_of([&] { args.attr_float_or("dim", 1.0); }), "attribute 'dim' must be FLOAT");
+  EXPECT_EQ(error_of([&] { args.attr_int_or("beta", 0); }), "attribute 'beta' must be INT");
+  EXPECT_EQ(error_of([&] { args.attr_string_or("beta", "x"); }), "attribute 'beta' must be STRING");
+}
+
 }  // namespace
 }  // namespace kiln::test

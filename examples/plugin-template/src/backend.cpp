@@ -58,7 +58,9 @@ class HostDevice : public kiln::sdk::Device {
 
   // Streams and events are left to the kit's defaults, which are right for a device
   // that finishes all work before each call returns. An asynchronous device overrides
-  // create_stream/synchronize/record_event/wait_event/synchronize_event together.
+  // them together: create_stream, destroy_stream, synchronize, create_event,
+  // destroy_event, record_event, wait_event, synchronize_event and elapsed_ms (the
+  // plugin guide, section 3, shows how a kernel then finds its stream).
 
  private:
   static constexpr size_t kAlignment = 64;

@@ -3,10 +3,11 @@
 // A kernel is `void f(const kiln::sdk::OpArgs&)`: it reads its operands (shape,
 // strides in elements, dtype, data pointer with the byte offset applied) and throws
 // kiln::sdk::Error on bad arguments; kiln::sdk::run_kernel<f> wraps it for the ABI.
-// The frontend has already validated shapes and dtypes against api/OPS.md and
-// expanded broadcast operands to the output's shape (stride 0), so an elementwise
-// kernel is one strided loop. Each entry's `supports` function tells the frontend
-// which argument lists to send elsewhere (here: anything but float32 and float64).
+// The frontend has already validated shapes and dtypes against the op catalogue
+// (share/doc/kiln/OPS.md in Kiln's install) and expanded broadcast operands to the
+// output's shape (stride 0), so an elementwise kernel is one strided loop. Each entry's
+// `supports` function tells the frontend which argument lists to send elsewhere (here:
+// anything but float32 and float64).
 #include "kernels.h"
 
 #include <cstdint>

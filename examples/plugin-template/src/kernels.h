@@ -1,6 +1,7 @@
 // kernels.h — the ops this backend runs itself. Every other op of the catalogue
-// (api/OPS.md) runs on Kiln's CPU plugin instead, visibly: kiln::fallback_report()
-// counts each one, and KILN_FALLBACK=error turns them into errors.
+// (share/doc/kiln/OPS.md in Kiln's install) runs on Kiln's CPU plugin instead, visibly:
+// kiln::fallback_report() counts each one, and KILN_FALLBACK=error turns them into
+// errors.
 #pragma once
 
 #include <kiln/sdk/kernel_table.h>

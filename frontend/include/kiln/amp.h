@@ -19,8 +19,8 @@
 /// @endcode
 ///
 /// Inside a scope, on devices of the scope's backend, each catalogue op with an
-/// autocast policy (api/OPS.md, "Autocast") casts its floating-point inputs first:
-/// `lower` ops (matmul, linear, conv2d) to the scope's dtype, `float32` ops
+/// autocast policy (share/doc/kiln/OPS.md, "Autocast") casts its floating-point inputs
+/// first: `lower` ops (matmul, linear, conv2d) to the scope's dtype, `float32` ops
 /// (exp, log, pow, softmax, log_softmax, the norms, nll_loss, sum, prod, ...) from
 /// float16/bfloat16 to float32. Every other op runs in its inputs' dtypes, mixed
 /// dtypes promoting as usual (a bfloat16 times a float32 is float32). Casts are

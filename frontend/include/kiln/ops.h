@@ -21,9 +21,9 @@
 namespace kiln {
 
 // -- elementwise ------------------------------------------------------------------------
-// The pointwise ops of api/ops.json (neg, exp, sigmoid, add, pow, maximum, eq, atan2, ...)
-// are declared in kiln/pointwise_ops.h, generated from the catalogue; these take
-// attributes:
+// The pointwise ops of the catalogue (share/doc/kiln/ops.json: neg, exp, sigmoid, add,
+// pow, maximum, eq, atan2, ...) are declared in kiln/pointwise_ops.h, generated from
+// it; these take attributes:
 /// approximate: "none" (exact, erf) or "tanh".
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 /// At least one bound must be given; NaN stays NaN.

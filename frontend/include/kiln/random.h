@@ -1,8 +1,9 @@
 #pragma once
 /// @file random.h
 /// Random numbers. Kiln has one process-wide generator: a 64-bit seed and an offset
-/// into the Philox4x32-10 stream (api/OPS.md). Every backend maps (seed, offset,
-/// element) to the same number, so a seed gives the same tensors on every device.
+/// into the Philox4x32-10 stream (share/doc/kiln/OPS.md). Every backend maps (seed,
+/// offset, element) to the same number, so a seed gives the same tensors on every
+/// device.
 ///
 /// @code
 ///   kiln::manual_seed(42);

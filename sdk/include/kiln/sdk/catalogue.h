@@ -1,7 +1,7 @@
-// kiln/sdk/catalogue.h — the op catalogue (api/ops.json) for kernels: each op's dtype
-// rule and layout flags, and a `supports` predicate that applies the rule.
+// kiln/sdk/catalogue.h — the op catalogue (share/doc/kiln/ops.json) for kernels: each
+// op's dtype rule and layout flags, and a `supports` predicate that applies the rule.
 //
-// kiln/op_catalogue.h, generated from api/ops.json, lists every op once; this header
+// kiln/op_catalogue.h, generated from the catalogue, lists every op once; this header
 // turns that list into constexpr entries, kiln::sdk::catalogue::<op> (catalogue::add
 // for "kiln.add"), so that a kernel table states only what is its own:
 // @code
@@ -22,7 +22,7 @@
 
 namespace kiln::sdk {
 
-/// One catalogue op, as api/ops.json describes it (see kiln/op_catalogue.h).
+/// One catalogue op, as share/doc/kiln/ops.json describes it (see kiln/op_catalogue.h).
 struct CatalogueOp {
   const char* name;  ///< "kiln.add"
   int32_t version;

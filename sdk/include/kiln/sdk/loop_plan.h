@@ -9,8 +9,9 @@
 //   4. neighbouring dims merged when they are contiguous with each other in every
 //      operand, so contiguous operands of any rank become one flat dim.
 //
-// Operands are an output first and then inputs, all of the output's shape (api/OPS.md
-// passes broadcast inputs as stride-0 views), which the caller checks first.
+// Operands are an output first and then inputs, all of the output's shape (the
+// frontend passes broadcast inputs as stride-0 views: share/doc/kiln/OPS.md), which
+// the caller checks first.
 #ifndef KILN_SDK_LOOP_PLAN_H
 #define KILN_SDK_LOOP_PLAN_H
 

@@ -1,9 +1,9 @@
 // kiln/sdk/op_args.h — a checked C++ view of kiln_op_args for kernels.
 //
-// The frontend validates arguments against api/OPS.md, but a kernel must still never
-// touch memory outside its operands, so the cheap structural facts (counts, struct
-// sizes, ranks, matching shapes) are checked here and reported as
-// KILN_STATUS_INVALID_ARGUMENT through kiln::sdk::Error.
+// The frontend validates arguments against the op catalogue (share/doc/kiln/OPS.md),
+// but a kernel must still never touch memory outside its operands, so the cheap
+// structural facts (counts, struct sizes, ranks, matching shapes) are checked here and
+// reported as KILN_STATUS_INVALID_ARGUMENT through kiln::sdk::Error.
 //
 // Arrays of tensor views are walked with the stride their writer reported in
 // `struct_size`, so a frontend built against a later minor version (whose views have
@@ -158,14 +158,27 @@ class OpArgs {
     return a->value.s;
   }
 
-  /// An optional STRING attribute (one a later catalogue entry added): `fallback`
-  /// when the caller did not pass it.
+  /// Optional attributes (one a later catalogue entry added, or one a vendor op lets
+  /// its callers leave out): `fallback` when the caller did not pass it, as in
+  /// `args.attr_float_or("beta", 1.0)`. One passed with another type throws
+  /// INVALID_ARGUMENT, as the required readers do.
   const char* attr_string_or(const char* name, const char* fallback) const {
-    const kiln_attr* a = args_->attrs ? kiln_find_attr(args_, name) : nullptr;
+    const kiln_attr* a = find_optional(name, KILN_ATTR_STRING, "STRING");
     if (a == nullptr) return fallback;
-    KILN_SDK_CHECK_ARG(a->type == KILN_ATTR_STRING && a->value.s != nullptr, "attribute '", name,
-                       "' must be a non-null STRING");
+    KILN_SDK_CHECK_ARG(a->value.s != nullptr, "attribute '", name, "' is a null string");
     return a->value.s;
+  }
+  double attr_float_or(const char* name, double fallback) const {
+    const kiln_attr* a = find_optional(name, KILN_ATTR_FLOAT, "FLOAT");
+    return a != nullptr ? a->value.f : fallback;
+  }
+  int64_t attr_int_or(const char* name, int64_t fallback) const {
+    const kiln_attr* a = find_optional(name, KILN_ATTR_INT, "INT");
+    return a != nullptr ? a->value.i : fallback;
+  }
+  /// Whether the caller passed attribute `name` (of any type).
+  bool has_attr(const char* name) const {
+    return args_->attrs != nullptr && kiln_find_attr(args_, name) != nullptr;
   }
 
   const kiln_op_args& raw() const { return *args_; }
@@ -200,6 +213,15 @@ class OpArgs {
     const kiln_attr* a = args_->attrs ? kiln_find_attr(args_, name) : nullptr;
     KILN_SDK_CHECK_ARG(a != nullptr, "missing attribute '", name, "'");
     KILN_SDK_CHECK_ARG(a->type == type, "attribute '", name, "' must be ", type_name);
+    return a;
+  }
+
+  // The attribute if the caller passed it (nullptr if not), checked to be of `type`.
+  const kiln_attr* find_optional(const char* name, kiln_attr_type type,
+                                 const char* type_name) const {
+    const kiln_attr* a = args_->attrs ? kiln_find_attr(args_, name) : nullptr;
+    KILN_SDK_CHECK_ARG(a == nullptr || a->type == type, "attribute '", name, "' must be ",
+                       type_name);
     return a;
   }
 

@@ -1,10 +1,10 @@
 // kiln/sdk/philox.h — the random numbers every Kiln backend must reproduce bit for bit.
 //
-// `kiln.random_uniform` and `kiln.random_normal` (api/OPS.md, "Random numbers") are
-// defined in terms of Philox4x32-10 (Salmon et al., SC'11) and a fixed mapping from
-// the generator's 32-bit words to values. This header is that definition in code:
-// a backend that calls these functions for element `i` produces the same numbers as
-// every other backend, on the host or (through KILN_HOST_DEVICE) on a GPU.
+// `kiln.random_uniform` and `kiln.random_normal` (share/doc/kiln/OPS.md, "Random
+// numbers") are defined in terms of Philox4x32-10 (Salmon et al., SC'11) and a fixed
+// mapping from the generator's 32-bit words to values. This header is that definition
+// in code: a backend that calls these functions for element `i` produces the same
+// numbers as every other backend, on the host or (through KILN_HOST_DEVICE) on a GPU.
 //
 // @code
 //   // element i of a float32 random_uniform(seed, offset, low, high):

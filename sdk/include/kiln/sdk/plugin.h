@@ -29,9 +29,10 @@
 // @endcode
 //
 // Kernels are added by returning a kiln::sdk::KernelTable from Device::kernels()
-// (kiln/sdk/kernel_table.h); each op is optional. examples/plugin-template is a
-// complete, commented backend built this way, and Kiln's CPU plugin (plugins/cpu:
-// several devices, a caching allocator, extensions) is a full-size one.
+// (kiln/sdk/kernel_table.h); each op is optional. share/doc/kiln/examples/plugin-template
+// is a complete, commented backend built this way, and Kiln's CPU plugin (plugins/cpu
+// in the Kiln sources: several devices, a caching allocator, extensions) is a
+// full-size one. share/doc/kiln/plugin-guide.md walks through writing one.
 //
 // What the kit guarantees the author (the ABI's rules, applied once here):
 //   - Every virtual function may throw; kiln::sdk::Error keeps its status code,
@@ -47,7 +48,10 @@
 //     Device::memory_stats may refine them (e.g. bytes reserved by a cache).
 //   - Streams and events default to a synchronous device: every call completes its
 //     work before it returns, so synchronizing and waiting have nothing to do. An
-//     asynchronous backend overrides the stream and event functions together. A
+//     asynchronous backend overrides the stream and event functions together:
+//     create_stream, destroy_stream, synchronize, create_event, destroy_event,
+//     record_event, wait_event, synchronize_event and elapsed_ms. A kernel finds its
+//     stream with stream_from_handle(args.raw().stream) (below). A
 //     stream may wait for an event of any device of the plugin; the default (NULL)
 //     stream is never destroyed.
 //   - A device with a caching allocator derives CachingDevice: its block records are

@@ -1,4 +1,4 @@
-// kiln/sdk/reduce_plan.h — how a reduction walks its input (api/OPS.md,
+// kiln/sdk/reduce_plan.h — how a reduction walks its input (share/doc/kiln/OPS.md,
 // "Reductions"), planned once for every plugin. Kernels keep their own loops; the
 // plan fixes which elements reduce into which output and in what order, so every
 // plugin reduces in the same order.

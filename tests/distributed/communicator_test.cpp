@@ -9,6 +9,7 @@
 #include "distributed_test_util.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,42 @@ TEST(Collectives, TimeoutComesFromTheEnvironment) {
   EXPECT_EQ(Communicator(cpu_devices(2)).timeout_seconds(), 45.0);
   EXPECT_EQ(Communicator(cpu_devices(2), CommunicatorOptions().timeout(2.5)).timeout_seconds(),
             2.5);
+}
+
+TEST(Collectives, AnUnusableTimeoutInTheEnvironmentIsAnError) {
+  // Registered with KILN_COLLECTIVE_TIMEOUT=45, which the test puts back.
+  ASSERT_EQ(distributed::default_collective_timeout(), 45.0);
+  struct Restore {
+    ~Restore() { setenv("KILN_COLLECTIVE_TIMEOUT", "45", 1); }
+  } restore;
+  // Below a millisecond (1e-300 was taken silently), NaN, inf, 0, negative, garbage,
+  // trailing text, beyond 1e9 s: an error naming the variable and the value.
+  for (const char* value :
+       {"1e-300", "0.0009", "nan", "inf", "-inf", "0", "-1", "abc", "5s", "1e10"}) {
+    SCOPED_TRACE(value);
+    ASSERT_EQ(setenv("KILN_COLLECTIVE_TIMEOUT", value, 1), 0);
+    const std::string quoted = std::string("'") + value + "'";
+    expect_error([] { (void)distributed::default_collective_timeout(); },
+                 {"KILN_COLLECTIVE_TIMEOUT", quoted.c_str(), "0.001"});
+    expect_error([] { Communicator c(cpu_devices(2)); }, {"KILN_COLLECTIVE_TIMEOUT"});
+  }
+  // A long value is quoted cut.
+  const std::string garbage(100000, 'x');
+  ASSERT_EQ(setenv("KILN_COLLECTIVE_TIMEOUT", garbage.c_str(), 1), 0);
+  expect_error([] { (void)distributed::default_collective_timeout(); },
+               {"KILN_COLLECTIVE_TIMEOUT", "(99800 more characters)"});
+  // The bounds themselves are accepted; so is an explicit timeout, which the
+  // environment does not override.
+  ASSERT_EQ(setenv("KILN_COLLECTIVE_TIMEOUT", "0.001", 1), 0);
+  EXPECT_EQ(distributed::default_collective_timeout(), 0.001);
+  ASSERT_EQ(setenv("KILN_COLLECTIVE_TIMEOUT", "1e9", 1), 0);
+  EXPECT_EQ(distributed::default_collective_timeout(), 1e9);
+  ASSERT_EQ(setenv("KILN_COLLECTIVE_TIMEOUT", "nan", 1), 0);
+  EXPECT_EQ(Communicator(cpu_devices(2), CommunicatorOptions().timeout(2.5)).timeout_seconds(),
+            2.5);
+  // The same range holds for an explicit timeout.
+  expect_error([] { Communicator c(cpu_devices(2), CommunicatorOptions().timeout(1e-300)); },
+               {"timeout", "0.001", "1e-300"});
 }
 
 TEST(PeerCopies, MoveDataBetweenDevicesOfOnePlugin) {

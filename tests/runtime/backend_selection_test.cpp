@@ -1,6 +1,9 @@
 // KILN_BACKEND: the default device, and the errors for a backend that is not loaded
 // or an index out of range. Each group runs as its own CTest test with its own
 // environment (tests/CMakeLists.txt).
+#include <cstdlib>
+#include <string>
+
 #include "runtime/runtime_test_util.h"
 
 namespace kiln {
@@ -67,6 +70,31 @@ TEST(BackendMinimal, DefaultDeviceIsTheFixtureAccelerator) {
   EXPECT_EQ(r.device(), Device("minimal", 0));
   manual_seed(5);
   EXPECT_EQ(r.to_vector<float>(), randn({8}, TensorOptions().device("cpu")).to_vector<float>());
+}
+
+// KILN_BACKEND unset by CTest; the test sets it itself, as a 100,000-character value is
+// no command line's business. The error quotes the value once, cut to 200 characters.
+TEST(LongBackendValue, IsQuotedOnceAndCut) {
+  KILN_REQUIRE_ENV("KILN_BACKEND", "");
+  auto count = [](const std::string& text, const std::string& part) {
+    size_t n = 0;
+    for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+    return n;
+  };
+  // A well-formed name no plugin has, and a malformed device.
+  for (const char letter : {'a', 'A'}) {
+    const std::string value(100000, letter);
+    ASSERT_EQ(setenv("KILN_BACKEND", value.c_str(), 1), 0);
+    const std::string message = test::kiln_error_message([] { (void)default_device(); });
+    EXPECT_LT(message.size(), 1000u) << message.substr(0, 2000);
+    EXPECT_TRUE(contains(message, "KILN_BACKEND (100000 characters)")) << message.substr(0, 2000);
+    EXPECT_TRUE(contains(message, letter == 'a' ? "no plugin named '" : "invalid device '"))
+        << message.substr(0, 2000);
+    EXPECT_EQ(count(message, std::string(200, letter) + "... (99800 more characters)"), 1u)
+        << message.substr(0, 2000);
+  }
+  ASSERT_EQ(unsetenv("KILN_BACKEND"), 0);
+  EXPECT_EQ(default_device(), Device("cpu", 0));
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ TEST(BadPluginFolder, GoodPluginsStillLoad) {
   EXPECT_TRUE(test::has_plugin("cpu")) << test::describe_failures();
   EXPECT_EQ(std::count(names.begin(), names.end(), "survivor"), 1) << test::describe_failures();
   for (const char* broken : {"notalib", "noentry", "badmajor", "initfails", "toosmall", "misnamed",
-                             "holes", "mangled", "hidden", "cxxentry"})
+                             "holes", "mangled", "hidden", "cxxentry", "namespaced"})
     EXPECT_FALSE(test::has_plugin(broken)) << broken;
   for (const PluginInfo& p : loaded_plugins()) {
     if (p.name != "survivor") continue;
@@ -97,6 +97,8 @@ TEST(BadPluginFolder, LibraryWithoutTheEntrySymbolIsToldWhatAPluginDefines) {
   const auto f = failure_for("libkiln_noentry.so");
   EXPECT_TRUE(contains(f.reason, "no entry symbol")) << f.reason;
   EXPECT_FALSE(contains_any(f.reason, {"mangled", "hidden"})) << f.reason;
+  // The macro that writes the entry point, under its real name.
+  EXPECT_TRUE(contains(f.reason, "KILN_SDK_PLUGIN in kiln/sdk/plugin.h")) << f.reason;
 }
 
 TEST(BadPluginFolder, MangledEntryPointIsNamedAsTheCause) {
@@ -105,6 +107,16 @@ TEST(BadPluginFolder, MangledEntryPointIsNamedAsTheCause) {
   EXPECT_TRUE(contains(f.reason, "_Z16kiln_plugin_init")) << f.reason;
   EXPECT_TRUE(contains(f.reason, "mangled")) << f.reason;
   EXPECT_TRUE(contains(f.reason, "extern \"C\"")) << f.reason;
+}
+
+TEST(BadPluginFolder, EntryPointInANamespaceIsNamedAsTheCause) {
+  REQUIRE_BAD_PLUGIN_ENV();
+  const auto f = failure_for("libkiln_namespaced.so");
+  EXPECT_TRUE(contains(f.reason, "_ZN4acme16kiln_plugin_init")) << f.reason;
+  EXPECT_TRUE(contains(f.reason, "defined inside 'acme'")) << f.reason;
+  EXPECT_TRUE(contains(f.reason, "mangled")) << f.reason;
+  EXPECT_TRUE(contains(f.reason, "global scope")) << f.reason;
+  EXPECT_TRUE(contains(f.reason, "KILN_SDK_PLUGIN")) << f.reason;
 }
 
 TEST(BadPluginFolder, HiddenEntryPointIsNamedAsTheCause) {
@@ -172,8 +184,9 @@ TEST(BadPluginFolder, PluginWhoseNameDisagreesWithItsFileIsRefused) {
 TEST(BadPluginFolder, OneFailurePerBadCandidateAndNothingElse) {
   REQUIRE_BAD_PLUGIN_ENV();
   // The missing folder, notalib, noentry, badmajor, initfails, toosmall, misnamed,
-  // holes, mangled, hidden, cxxentry. Files not named libkiln_*.so are not candidates.
-  EXPECT_EQ(plugin_load_failures().size(), 11u) << test::describe_failures();
+  // holes, mangled, hidden, cxxentry, namespaced. Files not named libkiln_*.so are not
+  // candidates.
+  EXPECT_EQ(plugin_load_failures().size(), 12u) << test::describe_failures();
   EXPECT_TRUE(failures_for("notes.txt").empty());
   EXPECT_TRUE(failures_for("libnotkiln.so").empty());
   for (const PluginLoadFailure& f : plugin_load_failures())
@@ -276,6 +289,20 @@ TEST(PluginAllowList, PluginsLeftOutAreNotOpenedAndSaySo) {
   EXPECT_KILN_ERROR(zeros({1}, TensorOptions().device("minimal")), "KILN_PLUGINS");
   EXPECT_FALSE(is_available("minimal"));
   EXPECT_TRUE(is_available("cpu"));
+}
+
+// The same with KILN_LOG_LEVEL=info: the plugin left out is logged, with the reason, when
+// the plugins are first loaded (the README promises every skipped candidate).
+TEST(PluginAllowList, PluginsLeftOutAreLoggedAtInfo) {
+  KILN_REQUIRE_ENV("KILN_PLUGINS", "cpu");
+  KILN_REQUIRE_ENV("KILN_PLUGIN_PATH", std::string(KILN_TEST_GOOD_PLUGIN_DIR));
+  KILN_REQUIRE_ENV("KILN_LOG_LEVEL", "info");
+  testing::internal::CaptureStderr();
+  const bool loaded = has_plugin("minimal");  // the first use loads the plugins
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(loaded);
+  EXPECT_TRUE(contains(log, "[kiln:loader] info: skipped ")) << log;
+  EXPECT_TRUE(contains(log, "libkiln_minimal.so: not in KILN_PLUGINS=cpu")) << log;
 }
 
 TEST(PluginAllowList, NamedPluginsLoadAndCpuAlways) {

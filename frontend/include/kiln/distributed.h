@@ -38,9 +38,15 @@ enum class ReduceOp { Sum, Avg, Min, Max };
 /// "sum", "avg", "min", "max".
 const char* reduce_op_name(ReduceOp op);
 
+/// The range of a collective timeout, in seconds: below a millisecond even a healthy
+/// collective would time out; above 1e9 s (31 years) it bounds nothing.
+inline constexpr double kMinCollectiveTimeout = 1e-3;
+inline constexpr double kMaxCollectiveTimeout = 1e9;
+
 struct CommunicatorOptions {
-  /// How long a rank waits for the others (seconds, > 0). Default: the environment
-  /// variable KILN_COLLECTIVE_TIMEOUT, else 300.
+  /// How long a rank waits for the others (seconds, from kMinCollectiveTimeout to
+  /// kMaxCollectiveTimeout). Default: the environment variable KILN_COLLECTIVE_TIMEOUT,
+  /// else 300.
   CommunicatorOptions& timeout(double seconds) {
     timeout_ = seconds;
     return *this;
@@ -56,7 +62,10 @@ struct CommunicatorOptions {
 };
 
 /// The timeout a CommunicatorOptions without one gets: KILN_COLLECTIVE_TIMEOUT
-/// (seconds; an invalid value logs a warning) or 300.
+/// (seconds), or 300 when it is unset or empty. Throws kiln::Error naming the variable
+/// and its value when that is not a number from kMinCollectiveTimeout to
+/// kMaxCollectiveTimeout (garbage, NaN, inf, 0, negative, 1e-300): a collective must
+/// not wait 300 s when asked for a different bound, nor give up at once.
 double default_collective_timeout();
 
 /// One rank per device, all devices of one plugin, each at most once.

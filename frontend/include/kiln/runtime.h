@@ -22,7 +22,8 @@ namespace kiln {
 
 /// "0.1.0"
 std::string version();
-/// "1.0": the ABI this libkiln speaks.
+/// The plugin ABI this libkiln speaks, "major.minor": KILN_ABI_MAJOR and KILN_ABI_MINOR
+/// of kiln/c_api.h (share/doc/kiln/ABI.md lists what each minor version added).
 std::string abi_version();
 
 struct DeviceInfo {

@@ -496,10 +496,9 @@ std::shared_ptr<ProcessGroup> init(std::optional<double> timeout_seconds) {
   std::lock_guard lock(mutex);
   if (!world) {
     const double timeout = timeout_seconds ? *timeout_seconds : default_collective_timeout();
-    KILN_CHECK(
-        timeout > 0 && std::isfinite(timeout),
-        "kiln::distributed::mpi::init: the timeout must be a positive number of seconds, got ",
-        timeout, " s");
+    KILN_CHECK(timeout >= kMinCollectiveTimeout && timeout <= kMaxCollectiveTimeout,
+               "kiln::distributed::mpi::init: the timeout must be from ", kMinCollectiveTimeout,
+               " to ", kMaxCollectiveTimeout, " seconds, got ", timeout);
     world = std::make_shared<MpiGroup>(timeout);
   }
   return world;

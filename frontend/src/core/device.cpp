@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "kiln/error.h"
+#include "runtime/log.h"
 #include "runtime/registry.h"
 
 namespace kiln {
@@ -20,7 +21,7 @@ bool valid_name(std::string_view name) {
 Device::Device(std::string_view spec) {
   size_t colon = spec.find(':');
   std::string_view name = spec.substr(0, colon);
-  KILN_CHECK(valid_name(name), "invalid device '", spec,
+  KILN_CHECK(valid_name(name), "invalid device '", detail::shorten_for_message(spec),
              "': expected a backend name of lowercase letters, digits and '_', optionally "
              "followed by ':index' (e.g. \"cpu\", \"cuda:1\")");
   int index = 0;
@@ -29,14 +30,16 @@ Device::Device(std::string_view spec) {
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
     KILN_CHECK(
         !digits.empty() && ec == std::errc() && end == digits.data() + digits.size() && index >= 0,
-        "invalid device '", spec, "': the index after ':' must be a non-negative integer");
+        "invalid device '", detail::shorten_for_message(spec),
+        "': the index after ':' must be a non-negative integer");
   }
   backend_ = std::string(name);
   index_ = index;
 }
 
 Device::Device(std::string backend, int index) : backend_(std::move(backend)), index_(index) {
-  KILN_CHECK(valid_name(backend_), "invalid backend name '", backend_, "'");
+  KILN_CHECK(valid_name(backend_), "invalid backend name '", detail::shorten_for_message(backend_),
+             "'");
   KILN_CHECK(index_ >= 0, "invalid device index ", index_, " for backend '", backend_, "'");
 }
 

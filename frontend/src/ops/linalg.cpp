@@ -33,7 +33,7 @@ std::atomic<int>& precision_index() {
     int i = parse_precision(env);
     if (i < 0) {
       detail::log(KILN_LOG_WARNING, "matmul",
-                  detail::concat("KILN_MATMUL_PRECISION='", env,
+                  detail::concat("KILN_MATMUL_PRECISION='", detail::shorten_for_message(env),
                                  "' is not highest, high or medium; using highest"));
       return 0;
     }

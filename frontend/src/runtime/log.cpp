@@ -19,7 +19,7 @@ int log_level() {
       std::fprintf(stderr,
                    "[kiln] warning: KILN_LOG_LEVEL='%s' is not one of "
                    "error, warning, info, debug; using warning\n",
-                   env);
+                   shorten_for_message(v).c_str());
     return static_cast<int>(KILN_LOG_WARNING);
   }();
   return level;
@@ -34,6 +34,14 @@ void log(int level, std::string_view component, std::string_view message) {
   std::lock_guard lock(mutex);
   std::fprintf(stderr, "[kiln:%.*s] %s: %.*s\n", static_cast<int>(component.size()),
                component.data(), name, static_cast<int>(message.size()), message.data());
+}
+
+std::string shorten_for_message(std::string_view text, size_t limit) {
+  if (text.size() <= limit) return std::string(text);
+  size_t cut = limit;  // not inside a UTF-8 sequence
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(text.substr(0, cut)) + "... (" + std::to_string(text.size() - cut) +
+         " more characters)";
 }
 
 }  // namespace kiln::detail

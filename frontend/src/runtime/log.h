@@ -3,6 +3,8 @@
 // (error, warning — the default —, info, debug). Plugins write to it through
 // kiln_host_api::log.
 
+#include <cstddef>
+#include <string>
 #include <string_view>
 
 #include "kiln/c_api.h"
@@ -13,5 +15,14 @@ namespace kiln::detail {
 int log_level();
 /// Writes "[kiln:<component>] <level>: <message>" when `level` <= log_level().
 void log(int level, std::string_view component, std::string_view message);
+
+/// The most characters of a value a user supplied (an environment variable, a device
+/// name) that a message or log line quotes.
+inline constexpr size_t kMaxEchoedValue = 200;
+
+/// `text` as a message quotes it: whole up to `limit` characters, else its first
+/// `limit` followed by "... (N more characters)", so that a 100,000-character value
+/// cannot flood an error or the log.
+std::string shorten_for_message(std::string_view text, size_t limit = kMaxEchoedValue);
 
 }  // namespace kiln::detail

@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 
 #include <kiln/base/elf_symbols.h>
+#include <kiln/base/regular_file.h>
 #include <algorithm>
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
@@ -19,6 +20,7 @@
 #include <sstream>
 
 #include "kiln/error.h"
+#include "ops/op_schema.h"
 #include "runtime/log.h"
 #include "runtime/plugin_table.h"
 
@@ -91,6 +93,14 @@ std::vector<std::string> split_names(const char* list) {
   return out;
 }
 
+// Records a candidate that was not loaded (kiln-info and plugin_load_failures() list it)
+// and logs it at info: KILN_LOG_LEVEL=info promises every skipped candidate.
+void record_skipped(std::vector<PluginLoadFailure>& failures, std::string path,
+                    std::string reason) {
+  log(KILN_LOG_INFO, "loader", concat("skipped ", path, ": ", reason));
+  failures.push_back({std::move(path), std::move(reason)});
+}
+
 }  // namespace
 
 // -- Registry: discovery ------------------------------------------------------------
@@ -123,7 +133,7 @@ Registry::Registry() {
 void Registry::load_folder(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    failures_.push_back({dir, "plugin folder does not exist (or is not a folder)"});
+    record_skipped(failures_, dir, "plugin folder does not exist (or is not a folder)");
     return;
   }
   std::vector<fs::path> candidates;
@@ -135,13 +145,13 @@ void Registry::load_folder(const std::string& dir) {
     // and folders or devices are no libraries either.
     std::error_code type_error;
     if (!fs::is_regular_file(entry.path(), type_error)) {
-      failures_.push_back({entry.path().string(),
-                           "not a regular file (a FIFO, device, socket or folder): skipped"});
+      record_skipped(failures_, entry.path().string(),
+                     "not a regular file (a FIFO, device, socket or folder): skipped");
       continue;
     }
     candidates.push_back(entry.path());
   }
-  if (ec) failures_.push_back({dir, "cannot list folder: " + ec.message()});
+  if (ec) record_skipped(failures_, dir, "cannot list folder: " + ec.message());
   std::sort(candidates.begin(), candidates.end());
   for (const fs::path& path : candidates) consider(path);
 }
@@ -151,15 +161,13 @@ void Registry::consider(const fs::path& path) {
   const std::string name = backend_name_of(path);
   if (!allowed_.empty() && name != "cpu" &&
       std::find(allowed_.begin(), allowed_.end(), name) == allowed_.end()) {
-    failures_.push_back({path.string(), concat("not in KILN_PLUGINS=", allowed_text_,
-                                               ": skipped without opening it")});
+    record_skipped(failures_, path.string(),
+                   concat("not in KILN_PLUGINS=", shorten_for_message(allowed_text_),
+                          ": skipped without opening it"));
     return;
   }
   std::string reason = load_plugin(path);
-  if (!reason.empty()) {
-    failures_.push_back({path.string(), reason});
-    log(KILN_LOG_INFO, "loader", concat("skipped ", path.string(), ": ", reason));
-  }
+  if (!reason.empty()) record_skipped(failures_, path.string(), std::move(reason));
 }
 
 std::vector<Plugin*> Registry::add_plugins(const std::string& path) {
@@ -170,11 +178,13 @@ std::vector<Plugin*> Registry::add_plugins(const std::string& path) {
       !folder && fs::is_regular_file(path, ec) && file.starts_with(KILN_PLUGIN_FILE_PREFIX) &&
       file.ends_with(KILN_PLUGIN_FILE_SUFFIX) &&
       file.size() > std::strlen(KILN_PLUGIN_FILE_PREFIX KILN_PLUGIN_FILE_SUFFIX);
+  const std::string problem = folder ? std::string() : kiln::base::regular_file_problem(path);
   KILN_CHECK(folder || plugin_file, "load_plugins(\"", path, "\"): ",
-             fs::exists(path, ec)
-                 ? "neither a folder nor a plugin file named " KILN_PLUGIN_FILE_PREFIX
-                   "<name>" KILN_PLUGIN_FILE_SUFFIX
-                 : "no such file or folder");
+             problem == "does not exist" ? "no such file or folder"
+             : !problem.empty()
+                 ? problem  // a FIFO, a device: never opened
+                 : "neither a folder nor a plugin file named " KILN_PLUGIN_FILE_PREFIX
+                   "<name>" KILN_PLUGIN_FILE_SUFFIX);
   std::unique_lock lock(mutex_);
   const size_t before = plugins_.size();
   if (folder) {
@@ -236,6 +246,7 @@ std::string Registry::load_plugin(const fs::path& path) {
     plugin->range_push = api->range_push;
     plugin->range_pop = api->range_pop;
   }
+  const kiln_op_schemas_api* op_schemas = nullptr;  // taken once the plugin is accepted
   if (api->get_extension) {
     const kiln_collectives_api* collectives = nullptr;
     const kiln_threads_api* threads = nullptr;
@@ -244,6 +255,8 @@ std::string Registry::load_plugin(const fs::path& path) {
           api->get_extension(api->context, KILN_EXTENSION_COLLECTIVES));
       threads = static_cast<const kiln_threads_api*>(
           api->get_extension(api->context, KILN_EXTENSION_THREADS));
+      op_schemas = static_cast<const kiln_op_schemas_api*>(
+          api->get_extension(api->context, KILN_EXTENSION_OP_SCHEMAS));
     } catch (...) {
       return concat("ABI violation: ", escaped_exception_text(), " escaped from get_extension");
     }
@@ -269,6 +282,7 @@ std::string Registry::load_plugin(const fs::path& path) {
   }
   if (plugin->device_count < 0) plugin->device_count = 0;
   plugin->devices.resize(static_cast<size_t>(plugin->device_count));
+  register_op_schemas(api->name, op_schemas);
   plugins_.push_back(std::move(plugin));
   return "";
 }
@@ -343,9 +357,9 @@ DeviceContext* Registry::resolve(const Device& device) {
                            " but refused: ", f.reason));
     std::ostringstream searched;
     for (size_t i = 0; i < search_path_.size(); ++i) searched << (i ? ":" : "") << search_path_[i];
-    throw Error(concat("no plugin named '", device.backend(), "' was found; loaded plugins: ",
-                       describe_loaded_locked(), " (searched: ", searched.str(),
-                       "; kiln-info lists the candidates that failed to load)"));
+    throw Error(concat("no plugin named '", shorten_for_message(device.backend()),
+                       "' was found; loaded plugins: ", describe_loaded_locked(), " (searched: ",
+                       searched.str(), "; kiln-info lists the candidates that failed to load)"));
   }
   if (device.index() < 0 || device.index() >= plugin->device_count) {
     std::string why;
@@ -377,7 +391,12 @@ DeviceContext* Registry::default_context() {
     try {
       d = resolve(Device(std::string_view(env)));
     } catch (const Error& e) {
-      throw Error(concat("KILN_BACKEND=", env, ": ", e.what()));
+      // e.what() quotes the value already (shortened): a long value is named here by
+      // its length rather than quoted a second time.
+      const std::string_view value(env);
+      if (value.size() <= kMaxEchoedValue)
+        throw Error(concat("KILN_BACKEND=", value, ": ", e.what()));
+      throw Error(concat("KILN_BACKEND (", value.size(), " characters): ", e.what()));
     }
   } else {
     d = resolve(Device("cpu", 0));

@@ -39,7 +39,9 @@ int local_rank();
 
 /// Initializes MPI once per process and returns the group of all its ranks
 /// (MPI_COMM_WORLD). `timeout_seconds` defaults to default_collective_timeout().
-/// Later calls return the same group. Throws kiln::Error when MPI cannot start.
+/// Later calls return the same group. Throws kiln::Error when MPI cannot start, or
+/// when the timeout (or KILN_COLLECTIVE_TIMEOUT) is not from kMinCollectiveTimeout to
+/// kMaxCollectiveTimeout seconds.
 std::shared_ptr<ProcessGroup> init(std::optional<double> timeout_seconds = std::nullopt);
 
 }  // namespace kiln::distributed::mpi

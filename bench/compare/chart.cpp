@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "report.h"
+
 namespace kiln::bench {
 
 namespace {
@@ -36,14 +38,17 @@ std::vector<std::string> charted_devices(const RunContext& c,
   return devices;
 }
 
-// One line per workload: the name, then per device its relative speed and its label
+// One line per workload: the name, then per device its relative speed at the median,
+// the range its repetitions span (the baseline's median over the cell's slowest and
+// fastest repetition), and its label: the relative speed and the absolute median time
 // ("?" and "-" where the cell has no figure).
 std::string data_file(const std::vector<std::string>& devices, const RunContext& c,
                       const std::vector<CellResult>& cells) {
   std::ostringstream out;
   out << "# kiln-bench compare: speed relative to " << c.baseline
-      << " (workload, then value and label per device)\n# workload";
-  for (const std::string& d : devices) out << "  " << d << " label";
+      << " (workload, then per device: median, slowest and fastest repetition, label)\n"
+         "# workload";
+  for (const std::string& d : devices) out << "  " << d << " low high label";
   out << "\n";
   for (const std::string& workload : c.options.workloads) {
     out << workload;
@@ -52,18 +57,21 @@ std::string data_file(const std::vector<std::string>& devices, const RunContext&
         return r.workload == workload && r.device == device && r.relative > 0;
       });
       if (cell == cells.end()) {
-        out << "  ? -";
+        out << "  ? ? ? -";
         continue;
       }
-      char value[32], label[32];
-      std::snprintf(value, sizeof value, "%.6g", cell->relative);
       const double r = cell->relative;
+      const double baseline_seconds = r * cell->seconds.median;
+      char numbers[96], label[64];
+      std::snprintf(numbers, sizeof numbers, "%.6g %.6g %.6g", r,
+                    baseline_seconds / cell->seconds.max, baseline_seconds / cell->seconds.min);
       std::snprintf(label, sizeof label,
-                    r >= 10    ? "%.0f%s"
-                    : r >= 0.1 ? "%.2f%s"
-                               : "%.2g%s",
-                    r, cell->fallbacks.calls ? "*" : "");
-      out << "  " << value << " " << label;
+                    r >= 10    ? "%.0f%s %s"
+                    : r >= 0.1 ? "%.2f%s %s"
+                               : "%.2g%s %s",
+                    r, cell->fallbacks.calls ? "*" : "",
+                    format_seconds(cell->seconds.median).c_str());
+      out << "  " << numbers << " \"" << label << "\"";
     }
     out << "\n";
   }
@@ -82,8 +90,12 @@ std::string script(const std::vector<std::string>& devices, const RunContext& c,
   bool fallbacks = false;
   for (const CellResult& cell : cells) {
     if (cell.relative <= 0) continue;
-    low = low > 0 ? std::min(low, cell.relative) : cell.relative;
-    high = std::max(high, cell.relative);
+    // The whole error bar must fit: the fastest and slowest repetitions' speeds.
+    const double baseline_seconds = cell.relative * cell.seconds.median;
+    const double slowest = baseline_seconds / cell.seconds.max;
+    const double fastest = baseline_seconds / cell.seconds.min;
+    low = low > 0 ? std::min(low, slowest) : slowest;
+    high = std::max(high, fastest);
     fallbacks = fallbacks || cell.fallbacks.calls > 0;
   }
   const bool log_scale = high / low > 10;
@@ -102,7 +114,7 @@ std::string script(const std::vector<std::string>& devices, const RunContext& c,
       << " noenhanced\n"
       << "set ylabel " << quoted("speed relative to " + c.baseline + " (higher is faster)")
       << " noenhanced\n"
-      << "set style data histograms\nset style histogram clustered gap 1\n"
+      << "set style data histograms\nset style histogram errorbars gap 1 lw 1\n"
          "set style fill solid 0.85 border -1\nset boxwidth 1\n"
          "set datafile missing \"?\"\nset grid ytics\nset key inside top left horizontal "
          "noenhanced\n"
@@ -117,15 +129,19 @@ std::string script(const std::vector<std::string>& devices, const RunContext& c,
   if (fallbacks)
     out << "set label \"* ran ops through the CPU fallback\" at graph 0.01, graph -0.1 "
            "font \",10\" noenhanced\nset bmargin 5\n";
+  // Each bar carries an error bar from the slowest to the fastest repetition, and a
+  // label with the relative speed and the absolute median time per step.
+  out << "set label \"bars: median; whiskers: slowest to fastest repetition; labels: speed, "
+         "time per step\" at graph 0.99, graph 0.97 right font \",9\" noenhanced\n";
   out << "plot ";
   for (size_t j = 0; j < n; ++j)
-    out << (j ? ", \\\n     " : "") << "\"compare.dat\" using " << 2 + 2 * j
-        << (j ? "" : ":xtic(1)") << " title " << quoted(devices[j]);
-  // The value above each bar: bar j of the cluster at x sits at x + (j - (n-1)/2) / (n+1).
+    out << (j ? ", \\\n     " : "") << "\"compare.dat\" using " << 2 + 4 * j << ":" << 3 + 4 * j
+        << ":" << 4 + 4 * j << (j ? "" : ":xtic(1)") << " title " << quoted(devices[j]);
+  // The label above each bar: bar j of the cluster at x sits at x + (j - (n-1)/2) / (n+1).
   for (size_t j = 0; j < n; ++j)
     out << ", \\\n     \"compare.dat\" using ($0 + (" << j << " - " << (n - 1) << "/2.0) / "
-        << n + 1 << ".0):" << 2 + 2 * j << ":" << 3 + 2 * j
-        << " with labels offset 0,0.6 font \",9\" notitle";
+        << n + 1 << ".0):" << 4 + 4 * j << ":" << 5 + 4 * j
+        << " with labels offset 0,0.7 font \",8\" noenhanced notitle";
   out << "\n";
   return out.str() +
          "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"

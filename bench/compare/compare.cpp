@@ -99,9 +99,20 @@ int compare(int argc, char** argv) {
     const ChartResult chart = draw_chart(dir, context, cells);
     std::cout << (chart.drawn ? "Chart: " : "Chart skipped: ") << chart.message << "\n";
   }
+  int status = 0;
   for (const CellResult& c : cells)
-    if (!c.ok && c.applicable) return 1;
-  return 0;
+    if (!c.ok && c.applicable) status = 1;
+  // A device named in --devices that could not run is a failed comparison, not rows
+  // quietly missing from the table (--devices all lists what is there, usable or not).
+  if (options.devices != "all")
+    for (const DeviceEntry& d : context.devices)
+      if (!d.usable) {
+        std::cerr << "kiln-bench compare: " << d.spec
+                  << " was named in --devices but is not usable, so it has no rows: " << d.reason
+                  << "\n";
+        status = 1;
+      }
+  return status;
 }
 
 }  // namespace

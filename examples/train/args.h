@@ -29,6 +29,7 @@ struct Args {
   double weight_decay = -1;  // negative: each optimizer's own default
   double dropout = 0.25;
   double label_smoothing = 0;
+  double watchdog = 0;  // seconds without progress before giving up; 0: off
   uint64_t seed = 0;
   bool resume = false;
   bool no_batch_norm = false;

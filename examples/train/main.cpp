@@ -49,6 +49,7 @@
 #include "models.h"
 #include "profile_steps.h"
 #include "progress.h"
+#include "watchdog.h"
 
 namespace {
 
@@ -239,10 +240,12 @@ int run(const Args& a) {
 
   History history;
   int64_t start_epoch = 0;
+  bool resumed = false;
   if (a.resume) {
     if (std::filesystem::exists(a.checkpoint)) {
       start_epoch = kiln::train::load_checkpoint(a, *model, *optimizer, schedule.get(),
                                                  scaler ? &*scaler : nullptr, history);
+      resumed = true;
       std::cout << "resumed from " << a.checkpoint << " after epoch " << start_epoch << "\n";
     } else {
       std::cout << "no checkpoint at " << a.checkpoint << " yet: starting from scratch\n";
@@ -253,10 +256,13 @@ int run(const Args& a) {
   if (devices.size() > 1) where = "DataParallel over " + a.devices;
   if (group)
     where = std::to_string(ranks) + " MPI ranks (DistributedDataParallel), rank 0 on " + where;
+  // After --resume the learning rate in effect is the checkpoint's (where its schedule
+  // left it), not --lr's: the banner and the divergence advice say so.
+  const std::string lr_source = kiln::train::lr_source(a, resumed, *optimizer);
   if (main_rank)
-    std::cout << "kiln-train: model " << a.model << ", optimizer " << a.optimizer << ", lr " << a.lr
-              << ", batch " << a.batch_size << (group ? " per rank" : "") << ", " << a.epochs
-              << " epochs on " << where << ", precision " << a.precision
+    std::cout << "kiln-train: model " << a.model << ", optimizer " << a.optimizer << ", lr "
+              << lr_source << ", batch " << a.batch_size << (group ? " per rank" : "") << ", "
+              << a.epochs << " epochs on " << where << ", precision " << a.precision
               << (a.precision == "bf16"   ? " (autocast)"
                   : a.precision == "fp16" ? " (autocast, loss scaling)"
                                           : "")
@@ -274,6 +280,8 @@ int run(const Args& a) {
   int64_t eager_steps = 0;
 
   kiln::train::StepProfiler step_profiler(main_rank ? a.profile : std::string(), a.profile_steps);
+  kiln::train::Watchdog watchdog(a.watchdog);  // --watchdog: a hang ends the run, saying where
+  bool stopped_early = false;
   for (int64_t epoch = start_epoch; epoch < a.epochs; ++epoch) {
     train_loader.set_epoch(epoch);
     model->train();
@@ -313,7 +321,8 @@ int run(const Args& a) {
       // divergence: the scaler decides from the gradients.
       KILN_CHECK(scaler || std::isfinite(value), "training diverged: the loss is ", value,
                  " at epoch ", epoch + 1, ", step ", done + 1, " (global step ",
-                 epoch * batches + done + 1, "); try a smaller --lr");
+                 epoch * batches + done + 1, "); ",
+                 kiln::train::divergence_advice(a, resumed, *optimizer));
       if (scaler) {
         if (!scaler->step(*optimizer)) ++skipped;
         scaler->update();
@@ -327,11 +336,13 @@ int run(const Args& a) {
         ++finite;
       }
       progress.update(++done, value);
+      watchdog.kick("a training step");
     }
+    watchdog.kick("the evaluation and checkpoint of an epoch");
     double train_loss = loss_sum / static_cast<double>(std::max<int64_t>(finite, 1));
     KILN_CHECK(skipped < done || done == 0, "training diverged: every step of epoch ", epoch + 1,
                " had an inf or NaN gradient (loss scale now ", scaler ? scaler->get_scale() : 0.0,
-               "); try a smaller --lr");
+               "); ", kiln::train::divergence_advice(a, resumed, *optimizer));
     const double train_seconds = progress.elapsed();
     std::string throughput;
     if (group) {
@@ -366,9 +377,11 @@ int run(const Args& a) {
     if (!a.checkpoint.empty() && main_rank)
       kiln::train::save_checkpoint(a, *model, *optimizer, schedule.get(),
                                    scaler ? &*scaler : nullptr, epoch + 1, history);
+    watchdog.kick("a training step");
     if (a.stop_after > 0 && epoch + 1 == a.stop_after) {
       std::cout << "stopping after epoch " << a.stop_after << " (--stop-after)\n";
-      return 0;
+      stopped_early = true;  // the metrics below still describe the epochs run
+      break;
     }
   }
 
@@ -386,6 +399,8 @@ int run(const Args& a) {
         {"precision", a.precision},
         {"graph", a.graph},
         {"epochs", a.epochs},
+        {"epochs_completed", static_cast<int64_t>(history.train_loss.size())},
+        {"stopped_early", stopped_early},
         {"batch_size", a.batch_size},
         {"final_train_loss", history.train_loss.empty() ? 0.0 : history.train_loss.back()},
         {"test_accuracy", history.test_accuracy.empty() ? 0.0 : history.test_accuracy.back()},
@@ -469,6 +484,11 @@ int main(int argc, char** argv) {
   app.add_option("--limit-batches", a.limit_batches,
                  "stop each epoch after this many batches (quick runs)")
       ->check(integer_in(0));
+  app.add_option("--watchdog", a.watchdog,
+                 "seconds without a finished step before the run ends (exit 124), naming the "
+                 "kernel it waits for; 0: off")
+      ->capture_default_str()
+      ->check(number_in(0, 1e6));
   app.add_option("--stop-after", a.stop_after,
                  "end the run after this epoch, as if interrupted (to try --resume)")
       ->check(integer_in(0));
@@ -477,6 +497,8 @@ int main(int argc, char** argv) {
     std::cerr << "kiln-train: --resume needs --checkpoint FILE\n";
     return 2;
   }
+  // A plugin that crashes gets a last word naming the kernel (kiln/diagnostics.h).
+  kiln::install_crash_reporter();
   try {
     return run(a);
   } catch (const std::exception& e) {

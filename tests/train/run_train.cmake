@@ -1,5 +1,5 @@
 # Runs kiln-train with ARGS (a ;-list) and checks the outcome.
-#   -DPROGRAM=path -DARGS="..." -DEXPECT=success|failure [-DMATCH=regex]
+#   -DPROGRAM=path -DARGS="..." -DEXPECT=success|failure|crash|<exit status> [-DMATCH=regex]
 #   [-DNOMATCH=regex] [-DMAX_CHARS=n] (the whole output must be at most n characters)
 separate_arguments(args UNIX_COMMAND "${ARGS}")
 execute_process(COMMAND ${PROGRAM} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -12,6 +12,15 @@ if(EXPECT STREQUAL "failure" AND rc EQUAL 0)
 endif()
 if(EXPECT STREQUAL "failure" AND rc MATCHES "[Ss]egmentation|[Aa]bort")
   message(FATAL_ERROR "kiln-train crashed: ${rc}")
+endif()
+# EXPECT=crash: a plugin crashes it on purpose; it must die of the signal (or, under
+# AddressSanitizer, whose handler runs after Kiln's, exit non-zero), not succeed.
+if(EXPECT STREQUAL "crash" AND rc EQUAL 0)
+  message(FATAL_ERROR "kiln-train succeeded but should have crashed")
+endif()
+# EXPECT=<number>: exactly that exit status.
+if(EXPECT MATCHES "^[0-9]+$" AND NOT rc STREQUAL EXPECT)
+  message(FATAL_ERROR "kiln-train exited with ${rc}, expected ${EXPECT}")
 endif()
 if(DEFINED MATCH AND NOT "${out}${err}" MATCHES "${MATCH}")
   message(FATAL_ERROR "output does not match '${MATCH}'")

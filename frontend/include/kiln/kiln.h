@@ -24,6 +24,7 @@
 #include "kiln/data/mnist.h"
 #include "kiln/data/transforms.h"
 #include "kiln/device.h"
+#include "kiln/diagnostics.h"
 #include "kiln/distributed.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"

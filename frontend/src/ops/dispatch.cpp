@@ -158,7 +158,8 @@ struct FallbackCounters {
     if (env && std::string_view(env) == "error") return FallbackMode::Error;
     if (env && *env && std::string_view(env) != "allow")
       log(KILN_LOG_WARNING, "dispatch",
-          concat("KILN_FALLBACK='", env, "' is not 'allow' or 'error'; using allow"));
+          concat("KILN_FALLBACK='", shorten_for_message(env),
+                 "' is not 'allow' or 'error'; using allow"));
     return FallbackMode::Allow;
   }()};
 };
@@ -346,14 +347,18 @@ bool kernel_supports(const KernelSlot& slot, const kiln_op_args& args, DeviceCon
 // capture, records the call instead.
 void run_kernel(const KernelSlot& slot, const kiln_op_args& args, DeviceContext* dev,
                 const char* name, std::span<const TensorImpl* const> inputs,
-                std::span<const TensorImpl* const> outputs) {
+                std::span<const TensorImpl* const> outputs, bool op_outlives_call = true) {
   if (graph::Capture* capture = graph::active()) [[unlikely]]
     return graph::record_kernel(*capture, slot.kernel, dev, name, args, inputs, outputs);
   kiln_status* status;
-  try {
-    status = slot.kernel.run(slot.kernel.context, &args);
-  } catch (...) {
-    throw_abi_violation(dev->api()->name, name);
+  {
+    // Named for the last word of a crash, exit or hang inside the kernel.
+    KernelInFlight in_kernel(name, dev->name().c_str(), op_outlives_call);
+    try {
+      status = slot.kernel.run(slot.kernel.context, &args);
+    } catch (...) {
+      throw_abi_violation(dev->api()->name, name);
+    }
   }
   dev->check(status, name);
 }
@@ -445,11 +450,11 @@ void dispatch_named(const KernelSlot& slot, const std::string& name,
       throw Error(concat(name, ": ", dev->name(), " declined these operands: ",
                          describe_operands(inputs, outputs), " (its supports() said no)"));
     if (layout_ok(slot.kernel.flags, inputs, outputs))
-      return run_kernel(slot, call.args, dev, name.c_str(), inputs, outputs);
+      return run_kernel(slot, call.args, dev, name.c_str(), inputs, outputs, false);
     // Copies to contiguous temporaries, then the kernel on those.
     run_with_contiguous(slot.kernel.flags, inputs, outputs, [&](auto in_c, auto out_c) {
       call.fill(in_c, out_c);
-      run_kernel(slot, call.args, dev, name.c_str(), in_c, out_c);
+      run_kernel(slot, call.args, dev, name.c_str(), in_c, out_c, false);
     });
   };
   if (profiler_active()) [[unlikely]]

@@ -56,6 +56,15 @@ void forget_thread(void* p) {
 void wait_for_calls_in_flight() {
   static std::atomic<bool> ran{false};
   if (ran.exchange(true)) return;  // an earlier registration of this handler ran
+  // exit() called by a kernel: the plugin ends the process; say which kernel did.
+  if (ThreadSlot* self = tls_thread_slot) {
+    const char* op = self->own_op.load(std::memory_order_relaxed);
+    const char* device = self->device.load(std::memory_order_relaxed);
+    if (op != nullptr)
+      log(KILN_LOG_ERROR, "exit",
+          concat("exit() was called inside the kernel ", op, " on ", device ? device : "?",
+                 ": the plugin ended the process"));
+  }
   Threads& t = threads();
   t.exiting_thread.store(pthread_self());
   process_exiting.store(true, std::memory_order_seq_cst);
@@ -96,6 +105,19 @@ ThreadSlot* register_thread_slot() {
   pthread_setspecific(t.key, slot);
   tls_thread_slot = slot;
   return slot;
+}
+
+std::vector<std::string> describe_kernels_in_flight() {
+  Threads& t = threads();
+  std::lock_guard lock(t.mutex);
+  std::vector<std::string> running;
+  for (ThreadSlot* slot : t.live) {
+    const char* op = slot->op.load(std::memory_order_relaxed);
+    if (op == nullptr) continue;
+    const char* device = slot->device.load(std::memory_order_relaxed);
+    running.push_back(concat(op, " on ", device ? device : "?"));
+  }
+  return running;
 }
 
 void arm_exit_guard() { std::atexit(&wait_for_calls_in_flight); }

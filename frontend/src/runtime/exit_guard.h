@@ -29,11 +29,22 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace kiln::detail {
 
 struct ThreadSlot {
   std::atomic<uint32_t> depth{0};  ///< plugin calls this thread is inside (nested: fallback)
+  /// The kernel this thread is running (KernelInFlight), for the last word of a crash,
+  /// an exit or a hang inside a plugin (crash_report.cpp); null between kernels.
+  /// `op` is always a static string, safe to read from another thread (a watchdog's):
+  /// the catalogue name, or "an op outside the catalogue". `own_op` is the real name,
+  /// which for a plugin-defined op lives only as long as the call: read only by this
+  /// thread (its signal handler, its exit).
+  std::atomic<const char*> op{nullptr};
+  std::atomic<const char*> own_op{nullptr};
+  std::atomic<const char*> device{nullptr};  ///< "cuda:0", alive as long as its DeviceContext
 };
 
 extern thread_local ThreadSlot* tls_thread_slot [[gnu::tls_model("initial-exec")]];
@@ -71,6 +82,41 @@ class PluginCallScope {
 
  private:
   ThreadSlot* slot_;
+};
+
+/// kiln::kernels_in_flight (kiln/diagnostics.h): every registered thread's mark.
+std::vector<std::string> describe_kernels_in_flight();
+
+/// Marks the calling thread as running kernel `op` on `device` for its lifetime
+/// (nested marks restore the outer one). `op_is_static`: `op` outlives the call (a
+/// catalogue name); otherwise other threads see "an op outside the catalogue".
+class KernelInFlight {
+ public:
+  KernelInFlight(const char* op, const char* device, bool op_is_static) {
+    ThreadSlot* s = tls_thread_slot;
+    if (s == nullptr) [[unlikely]]
+      s = register_thread_slot();
+    slot_ = s;
+    op_ = s->op.load(std::memory_order_relaxed);
+    own_op_ = s->own_op.load(std::memory_order_relaxed);
+    device_ = s->device.load(std::memory_order_relaxed);
+    s->own_op.store(op, std::memory_order_relaxed);
+    s->device.store(device, std::memory_order_relaxed);
+    s->op.store(op_is_static ? op : "an op outside the catalogue", std::memory_order_relaxed);
+  }
+  ~KernelInFlight() {
+    slot_->op.store(op_, std::memory_order_relaxed);
+    slot_->device.store(device_, std::memory_order_relaxed);
+    slot_->own_op.store(own_op_, std::memory_order_relaxed);
+  }
+  KernelInFlight(const KernelInFlight&) = delete;
+  KernelInFlight& operator=(const KernelInFlight&) = delete;
+
+ private:
+  ThreadSlot* slot_;
+  const char* op_;
+  const char* own_op_;
+  const char* device_;
 };
 
 }  // namespace kiln::detail

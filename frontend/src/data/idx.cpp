@@ -130,12 +130,12 @@ class IdxStream {
 
   // A new gzip member begins at next_: it must start with gzip's magic bytes.
   void start_member() {
-    if (members_ > 0) {
+    if (started_) {
       if (input_[next_] != 0x1f || (next_ + 1 < have_ && input_[next_ + 1] != 0x8b))
         fail_corrupt("bytes follow the end of the gzip data that do not start another gzip member");
       inflateReset(&z_);
     }
-    ++members_;
+    started_ = true;
     in_member_ = true;
   }
 
@@ -150,7 +150,7 @@ class IdxStream {
   size_t have_ = 0;
   bool gzip_ = false;
   z_stream z_{};
-  int members_ = 0;
+  bool started_ = false;  // a member has begun: the next must start with gzip's magic
   bool in_member_ = false;
   bool ended_ = false;
   bool cut_short_ = false;

@@ -50,19 +50,17 @@ detail::MnistSplit load_split(const std::filesystem::path& root, bool train,
                               const MNISTOptions& options, std::string_view dataset_name,
                               std::string_view install_hint) {
   KILN_CHECK(options.std() > 0, dataset_name, ": normalize() needs std > 0, got ", options.std());
-  KILN_CHECK(
-      !options.image_size() || ((*options.image_size())[0] > 0 && (*options.image_size())[1] > 0),
-      dataset_name, ": image_size() needs positive sizes, got ", (*options.image_size())[0], " x ",
-      (*options.image_size())[1]);
+  IdxLimits limits;
+  if (const auto& size = options.image_size()) {
+    KILN_CHECK((*size)[0] > 0 && (*size)[1] > 0, dataset_name,
+               ": image_size() needs positive sizes, got ", (*size)[0], " x ", (*size)[1]);
+    limits.rows = (*size)[0];
+    limits.cols = (*size)[1];
+  }
   detail::MnistSplit split;
   const std::string prefix = train ? "train" : "t10k";
   split.images_file = find_file(root, prefix + "-images-idx3-ubyte", dataset_name, install_hint);
   split.labels_file = find_file(root, prefix + "-labels-idx1-ubyte", dataset_name, install_hint);
-  IdxLimits limits;
-  if (options.image_size()) {
-    limits.rows = (*options.image_size())[0];
-    limits.cols = (*options.image_size())[1];
-  }
   IdxImages images;
   try {
     images = read_idx_images(split.images_file, limits);

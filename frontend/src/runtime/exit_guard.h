@@ -87,9 +87,11 @@ class PluginCallScope {
 /// kiln::kernels_in_flight (kiln/diagnostics.h): every registered thread's mark.
 std::vector<std::string> describe_kernels_in_flight();
 
-/// Marks the calling thread as running kernel `op` on `device` for its lifetime
-/// (nested marks restore the outer one). `op_is_static`: `op` outlives the call (a
-/// catalogue name); otherwise other threads see "an op outside the catalogue".
+/// Marks the calling thread as running kernel `op` on `device` for its lifetime.
+/// `op_is_static`: `op` outlives the call (a catalogue name); otherwise other threads
+/// see "an op outside the catalogue". Marks do not nest: a kernel cannot call a Kiln
+/// op (a plugin sees only the C ABI), so the end of a call clears the mark. Three
+/// relaxed stores in, two out.
 class KernelInFlight {
  public:
   KernelInFlight(const char* op, const char* device, bool op_is_static) {
@@ -97,26 +99,19 @@ class KernelInFlight {
     if (s == nullptr) [[unlikely]]
       s = register_thread_slot();
     slot_ = s;
-    op_ = s->op.load(std::memory_order_relaxed);
-    own_op_ = s->own_op.load(std::memory_order_relaxed);
-    device_ = s->device.load(std::memory_order_relaxed);
     s->own_op.store(op, std::memory_order_relaxed);
     s->device.store(device, std::memory_order_relaxed);
     s->op.store(op_is_static ? op : "an op outside the catalogue", std::memory_order_relaxed);
   }
   ~KernelInFlight() {
-    slot_->op.store(op_, std::memory_order_relaxed);
-    slot_->device.store(device_, std::memory_order_relaxed);
-    slot_->own_op.store(own_op_, std::memory_order_relaxed);
+    slot_->op.store(nullptr, std::memory_order_relaxed);
+    slot_->own_op.store(nullptr, std::memory_order_relaxed);
   }
   KernelInFlight(const KernelInFlight&) = delete;
   KernelInFlight& operator=(const KernelInFlight&) = delete;
 
  private:
   ThreadSlot* slot_;
-  const char* op_;
-  const char* own_op_;
-  const char* device_;
 };
 
 }  // namespace kiln::detail

@@ -337,8 +337,14 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
       });
   suites.push_back(
       {"kiln.clamp", [=] {
-         auto cases = unary_cases(clamp_fn(-1.0, 1.5), kFloatInt, wide, true, true);
-         for (Case& c : unary_cases(clamp_fn(0.5, std::nullopt), kFloatInt, wide, false, false)) {
+         // Whole-number bounds for the integer dtypes: a fractional bound makes the
+         // frontend clamp an integer tensor in float32 (PyTorch's promotion).
+         auto cases = unary_cases(clamp_fn(-1.0, 1.5), kFloat, wide, true, true);
+         for (Case& c : unary_cases(clamp_fn(-1.0, 2.0), kFloatInt, wide, false, true)) {
+           c.label += " whole bounds";
+           cases.push_back(c);
+         }
+         for (Case& c : unary_cases(clamp_fn(1.0, std::nullopt), kFloatInt, wide, false, false)) {
            c.label += " min only";
            cases.push_back(c);
          }
@@ -346,7 +352,7 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
            c.label += " max only";
            cases.push_back(c);
          }
-         // NaN passes through; infinite bounds; integer bounds round inward.
+         // NaN passes through; infinite bounds; integer tensors keep their dtype.
          const Operand x = operand_of({6}, DType::Float32, {-5, -1, 0.5, 3, 9, kNaN});
          cases.push_back(known("float32 [-1, 3]", {x},
                                [](const Operands& in) { return Outputs{in[0].clamp(-1.0, 3.0)}; },
@@ -354,10 +360,9 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
          cases.push_back(known("float32 [-inf, 0]", {x},
                                [](const Operands& in) { return Outputs{in[0].clamp(-kInf, 0.0)}; },
                                {{-5, -1, 0, 0, 0, kNaN}}));
-         cases.push_back(known("int64 [-2.5, inf]",
-                               {operand_of({4}, DType::Int64, {-100, 0, 7, 100})},
-                               [](const Operands& in) { return Outputs{in[0].clamp(-2.5, kInf)}; },
-                               {{-2, 0, 7, 100}}));
+         cases.push_back(known("int64 [-2, 50]", {operand_of({4}, DType::Int64, {-100, 0, 7, 100})},
+                               [](const Operands& in) { return Outputs{in[0].clamp(-2.0, 50.0)}; },
+                               {{-2, 0, 7, 50}}));
          return cases;
        }});
 

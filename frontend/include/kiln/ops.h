@@ -26,7 +26,11 @@ namespace kiln {
 // it; these take attributes:
 /// approximate: "none" (exact, erf) or "tanh".
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
-/// At least one bound must be given; NaN stays NaN.
+/// At least one bound must be given; a NaN element stays NaN and a NaN bound makes
+/// every element NaN (as PyTorch). An integer tensor with a bound that has a fraction
+/// (or is ±inf or NaN) is clamped in float32; a whole-number bound such as 2.0 keeps
+/// the integer dtype (PyTorch would promote for any Python float: Kiln's bounds are
+/// doubles; the Kiln sources' docs/pytorch-coverage.md lists this difference).
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
 /// `value` where `mask` (bool, broadcast to x's shape) is true, else x's element, in
 /// x's dtype; differentiable in x (torch.masked_fill).

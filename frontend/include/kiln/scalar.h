@@ -23,10 +23,17 @@ class Scalar {
       : kind_(Kind::Integral), i_(static_cast<int64_t>(v)), d_(static_cast<double>(v)) {}  // NOLINT
   template <typename T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
   Scalar(T v)
-      : kind_(Kind::Floating), i_(static_cast<int64_t>(v)), d_(static_cast<double>(v)) {}  // NOLINT
+      : kind_(Kind::Floating),
+        i_(truncate(static_cast<double>(v))),
+        d_(static_cast<double>(v)) {}  // NOLINT
 
   Kind kind() const { return kind_; }
+  /// The value as a double: exact for bool and floating scalars, rounded for integers
+  /// beyond 2^53 (use to_int() for those).
   double to_double() const { return d_; }
+  /// The value as an int64: exact for bool and integral scalars; a floating scalar is
+  /// truncated toward zero, saturated at int64's range, and NaN gives 0 (never the
+  /// undefined behaviour of a plain cast).
   int64_t to_int() const { return i_; }
 
   /// The dtype of a tensor holding only this value: bool, int64 or float32.
@@ -37,6 +44,14 @@ class Scalar {
   DType result_type(DType tensor_dtype) const;
 
  private:
+  static int64_t truncate(double v) {
+    constexpr double two_63 = 9223372036854775808.0;
+    if (!(v == v)) return 0;
+    if (v >= two_63) return INT64_MAX;
+    if (v < -two_63) return INT64_MIN;
+    return static_cast<int64_t>(v);
+  }
+
   Kind kind_;
   int64_t i_;
   double d_;

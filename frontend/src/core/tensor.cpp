@@ -238,12 +238,14 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
   dim = wrap_dim(dim, impl.dim(), "slice");
   KILN_CHECK(step > 0, "slice: step must be positive, got ", step);
   int64_t n = impl.shape[dim];
-  auto clampi = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+  // No intermediate overflows, whatever the int64 arguments (INT64_MIN, a step of
+  // INT64_MAX): Python's slice rules.
+  auto clampi = [n](int64_t i) { return i < 0 ? (i < -n ? 0 : i + n) : std::min(i, n); };
   start = clampi(start);
   end = std::max(clampi(end), start);
   SmallDims shape = impl.shape, strides = impl.strides;
-  shape[dim] = (end - start + step - 1) / step;
-  strides[dim] *= step;
+  shape[dim] = end == start ? 0 : (end - start - 1) / step + 1;
+  if (shape[dim] > 1) strides[dim] *= step;  // step < n here: the product is in range
   return recorded(
       "SliceBackward", *this,
       detail::make_view(*this, shape, strides, impl.offset + start * impl.strides[dim]),

@@ -50,6 +50,21 @@ Tensor expand_to(const Tensor& t, IntArrayRef shape) {
   return expand_view(t, shape);
 }
 
+namespace {
+int category(DType d) { return d == DType::Bool ? 0 : is_integral(d) ? 1 : is_complex(d) ? 3 : 2; }
+}  // namespace
+
+DType result_type(const Tensor& a, const Tensor& b) {
+  const DType da = a.dtype(), db = b.dtype();
+  if (da == db) [[likely]] {
+    return da;
+  }
+  const bool a0 = a.dim() == 0, b0 = b.dim() == 0;
+  if (a0 == b0) return promote_types(da, db);
+  const DType dim = a0 ? db : da, zero = a0 ? da : db;
+  return category(zero) > category(dim) ? promote_types(dim, zero) : dim;
+}
+
 Tensor cast(const Tensor& t, DType dtype) {
   if (t.dtype() == dtype) return t;
   Tensor out = make_tensor(t.impl()->device(), t.shape(), dtype);
@@ -63,7 +78,7 @@ Tensor empty_on(const Tensor& like, IntArrayRef shape, DType dtype) {
 
 Tensor scalar_on(const Tensor& like, Scalar value, DType dtype) {
   Tensor out = make_tensor(like.impl()->device(), {}, dtype);
-  out.fill_(value);
+  fill_with(out, value, "scalar operand", /*check=*/false);
   return out;
 }
 

@@ -30,14 +30,27 @@ Tensor expand_to(const Tensor& t, IntArrayRef shape);
 /// (api/OPS.md), from kiln::set_matmul_precision.
 const char* matmul_precision();
 
+/// The dtype `a (op) b` is computed in, by PyTorch's rule: a 0-d tensor (a scalar
+/// operand is one) takes part only when its category (bool < integer < floating <
+/// complex) is above that of the other, dimensioned, operand: float16 × 0-d float32
+/// stays float16, int32 + 0-d float64 is float64. Two 0-d or two dimensioned operands
+/// promote as promote_types.
+DType result_type(const Tensor& a, const Tensor& b);
+
 /// `t` converted to `dtype` (itself when it already is).
 Tensor cast(const Tensor& t, DType dtype);
 
 /// A new contiguous tensor with `like`'s device.
 Tensor empty_on(const Tensor& like, IntArrayRef shape, DType dtype);
 
-/// A 0-d tensor holding `value` on `like`'s device.
+/// A 0-d tensor holding `value` on `like`'s device: an operand of `like (op) value`,
+/// so an integer value wraps into an integer dtype (uint8 + (-3) subtracts 3).
 Tensor scalar_on(const Tensor& like, Scalar value, DType dtype);
+
+/// Writes `value` into every element of `t`, exactly for any int64. With `check`, a
+/// value that does not fit t's dtype (300 into uint8, NaN or 1e300 into int64) throws
+/// naming `name`, as PyTorch's fill_/full/masked_fill do; without, integers wrap.
+void fill_with(Tensor& t, Scalar value, const char* name, bool check);
 
 /// Reserves `n` elements of the global Philox stream: returns (seed, first offset).
 GeneratorState reserve_random(int64_t n);

@@ -76,7 +76,7 @@ namespace {
 
 DType complex_result(const char* name, const Tensor& a, const Tensor& b) {
   check_same_device(name, {&a, &b});
-  const DType d = promote_types(a.dtype(), b.dtype());
+  const DType d = result_type(a, b);
   KILN_CHECK(is_complex(d), name, ": expected a complex operand, got ", a.dtype(), " and ",
              b.dtype());
   return d;

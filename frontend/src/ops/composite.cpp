@@ -59,7 +59,19 @@ Tensor isfinite(const Tensor& x) {
 // -- reductions -------------------------------------------------------------------------
 
 Tensor std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {
-  return sqrt(var(x, dims, correction, keepdim));
+  Tensor v = var(x, dims, correction, keepdim);
+  Tensor s;
+  {
+    NoGradGuard no_grad;  // recorded below: sqrt's gradient would be inf at 0
+    s = sqrt(v);
+  }
+  // d std = d var / (2 std), and 0 where the std is 0 (PyTorch's rule): one constant
+  // slice must not make every gradient NaN.
+  if (ag::needs_grad({&v}))
+    ag::record("StdBackward", s, {&v}, {s}, [](const Saved& saved, const Tensor& g) -> Grads {
+      return {where(saved[0] == 0, 0.0, g / (saved[0] * 2.0))};
+    });
+  return s;
 }
 
 Tensor norm(const Tensor& x, double p, IntArrayRef dims, bool keepdim) {
@@ -225,6 +237,10 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
     KILN_CHECK(i == d || index.size(i) <= x.size(i), "scatter_add: index shape ", index.shape(),
                " exceeds x shape ", x.shape(), " in dimension ", i);
   }
+  if (x.dtype() == DType::Bool) {  // no bool kernel: a logical or, counted in int64
+    NoGradGuard no_grad;           // bool tensors carry no gradient
+    return scatter_add(x.to(DType::Int64), d, index, src.to(DType::Int64)) != int64_t{0};
+  }
   Tensor idx = detail::cast(index, DType::Int64).contiguous();
   Tensor part = src;
   for (int64_t i = 0; i < x.dim(); ++i) part = part.narrow(i, 0, index.size(i));
@@ -297,6 +313,10 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
     KILN_CHECK(i == d ? src.size(i) == idx.numel() : src.size(i) == x.size(i), "index_add: src ",
                src.shape(), " must match x ", x.shape(), " outside dimension ", d,
                " and have one slice per index (", idx.numel(), ") along it");
+  if (x.dtype() == DType::Bool) {  // no bool kernel: a logical or, counted in int64
+    NoGradGuard no_grad;           // bool tensors carry no gradient
+    return index_add(x.to(DType::Int64), d, idx, src.to(DType::Int64)) != int64_t{0};
+  }
   Tensor part = detail::cast(src, x.dtype()).contiguous();
   Tensor out = x.clone();
   if (idx.numel() > 0)

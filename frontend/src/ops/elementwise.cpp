@@ -58,11 +58,31 @@ detail::attrs::clamp clamp_bounds(const char* name, std::optional<double> min,
 }
 }  // namespace
 
+namespace {
+// A bound an integer tensor cannot hold: it makes clamp's result float32. PyTorch
+// promotes for any floating bound; Kiln's bounds are doubles, so 2.0 counts as 2.
+bool needs_float(const detail::attrs::clamp& b) {
+  auto fractional = [](double v) { return !std::isfinite(v) || std::trunc(v) != v; };
+  return fractional(b.min) || fractional(b.max);
+}
+}  // namespace
+
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
   const detail::attrs::clamp bounds = clamp_bounds("clamp", min, max);
   const double lo = bounds.min, hi = bounds.max;
-  Tensor y =
-      detail::pointwise_unary(OpId::clamp, "clamp", x, detail::Promote::Arith, bounds.pack());
+  const auto& impl = detail::impl_of(x, "clamp");
+  if (is_integral(impl.dtype) && needs_float({.min = min.value_or(0), .max = max.value_or(0)}))
+    return clamp(x.to(DType::Float32), min, max);
+  Tensor y;
+  if (std::isnan(lo) || std::isnan(hi)) {
+    // A NaN bound makes every element NaN (PyTorch); the kernel's max/min would
+    // ignore it.
+    KILN_CHECK(is_floating(impl.dtype), "clamp: a NaN bound needs a floating tensor, got ",
+               impl.dtype);
+    y = full_like(x, std::numeric_limits<double>::quiet_NaN());
+  } else {
+    y = detail::pointwise_unary(OpId::clamp, "clamp", x, detail::Promote::Arith, bounds.pack());
+  }
   if (ag::needs_grad({&x}))
     ag::record("ClampBackward", y, {&x}, {x}, [lo, hi](const Saved& s, const Tensor& g) -> Grads {
       return {where(logical_and(s[0] >= lo, s[0] <= hi), g, 0.0)};
@@ -89,7 +109,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   detail::check_same_device("where", {&condition, &a, &b});
   KILN_CHECK(condition.dtype() == DType::Bool, "where: the condition must be a bool tensor, got ",
              condition.dtype(), " (compare it, e.g. x > 0)");
-  DType dtype = promote_types(a.dtype(), b.dtype());
+  DType dtype = detail::result_type(a, b);
   auto shape = detail::broadcast_shapes(
       IntArrayRef(detail::broadcast_shapes(condition.shape(), a.shape(), "where")), b.shape(),
       "where");
@@ -155,8 +175,19 @@ Tensor Tensor::clamp(std::optional<double> min, std::optional<double> max) const
   return kiln::clamp(*this, min, max);
 }
 Tensor& Tensor::clamp_(std::optional<double> min, std::optional<double> max) {
+  const detail::attrs::clamp bounds = clamp_bounds("clamp_", min, max);
+  const auto& impl = detail::impl_of(*this, "clamp_");
+  KILN_CHECK(
+      !is_integral(impl.dtype) || !needs_float({.min = min.value_or(0), .max = max.value_or(0)}),
+      "clamp_: the result type float32 (a bound of ", bounds.min, ", ", bounds.max,
+      ") cannot be stored in place in a ", impl.dtype, " tensor");
+  if (std::isnan(bounds.min) || std::isnan(bounds.max)) {
+    KILN_CHECK(is_floating(impl.dtype), "clamp_: a NaN bound needs a floating tensor, got ",
+               impl.dtype);
+    return fill_(std::numeric_limits<double>::quiet_NaN());
+  }
   return detail::pointwise_unary_inplace(OpId::clamp, "clamp_", *this, detail::Promote::Arith,
-                                         clamp_bounds("clamp_", min, max).pack());
+                                         bounds.pack());
 }
 Tensor Tensor::masked_fill(const Tensor& mask, Scalar value) const {
   return kiln::masked_fill(*this, mask, value);
@@ -166,10 +197,73 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
   return copy_(kiln::masked_fill(*this, mask, value));
 }
 
+namespace {
+
+// Whether `value` can be written into a `dtype` tensor without overflow, by PyTorch's
+// rule (c10's checked conversion): a negative integer may wrap into uint8 (so -1 is
+// 255), a floating value must lie within the dtype's range (255.9 does not fit uint8;
+// NaN and ±inf fit no integer dtype), and anything fits bool.
+bool fits(Scalar value, DType dtype) {
+  if (dtype == DType::Bool || is_complex(dtype)) return true;
+  const double d = value.to_double();
+  if (is_floating(dtype)) {
+    if (!std::isfinite(d)) return true;
+    const double max = dtype == DType::Float16    ? 65504.0
+                       : dtype == DType::BFloat16 ? 3.3895313892515355e38
+                       : dtype == DType::Float32  ? std::numeric_limits<float>::max()
+                                                  : std::numeric_limits<double>::max();
+    return std::abs(d) <= max;
+  }
+  const double lo = dtype == DType::UInt8 ? 0.0 : dtype == DType::Int32 ? -2147483648.0 : -0x1p63;
+  const double hi = dtype == DType::UInt8 ? 255.0 : dtype == DType::Int32 ? 2147483647.0 : 0x1p63;
+  if (value.kind() == Scalar::Kind::Floating)
+    return d >= lo && (dtype == DType::Int64 ? d < hi : d <= hi);  // false for NaN
+  const int64_t i = value.to_int();
+  if (dtype == DType::UInt8) return i <= 255 && i >= -255;
+  if (dtype == DType::Int32) return i >= INT32_MIN && i <= INT32_MAX;
+  return true;
+}
+
+// The value an integer `dtype` element holds for `value`: truncated toward zero, then
+// wrapped modulo the dtype's width (C++20 defines narrowing conversions that way).
+int64_t wrapped(Scalar value, DType dtype) {
+  const int64_t i = value.to_int();
+  if (dtype == DType::UInt8) return static_cast<uint8_t>(i);
+  if (dtype == DType::Int32) return static_cast<int32_t>(i);
+  return i;
+}
+
+}  // namespace
+
+namespace detail {
+
+void fill_with(Tensor& t, Scalar value, const char* name, bool check) {
+  const auto& impl = impl_of(t, name);
+  KILN_CHECK(!check || fits(value, impl.dtype), name, ": the value ",
+             value.kind() == Scalar::Kind::Floating ? std::to_string(value.to_double())
+                                                    : std::to_string(value.to_int()),
+             " cannot be converted to ", impl.dtype, " without overflow");
+  double v = value.to_double();
+  if (is_integral(impl.dtype)) {
+    const int64_t i = wrapped(value, impl.dtype);
+    if (i > (int64_t{1} << 53) || i < -(int64_t{1} << 53)) {
+      // Beyond float64's exact integers: kiln.fill's attribute is a float64, so the
+      // exact value is copied in from the host instead.
+      t.copy_(from_vector<int64_t>({i}, {1}, TensorOptions(DType::Int64).device(t.device()))
+                  .reshape({}));
+      return;
+    }
+    v = static_cast<double>(i);
+  }
+  dispatch(attrs::fill{.value = v}, {}, {&impl});
+}
+
+}  // namespace detail
+
 Tensor& Tensor::fill_(Scalar value) {
-  const auto& impl = detail::impl_of(*this, "fill_");
+  detail::impl_of(*this, "fill_");
   ag::check_inplace(*this, "fill_");
-  detail::dispatch(detail::attrs::fill{.value = value.to_double()}, {}, {&impl});
+  detail::fill_with(*this, value, "fill_", /*check=*/true);
   return *this;
 }
 

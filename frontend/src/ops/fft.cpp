@@ -232,27 +232,33 @@ Tensor fft_c2r_user(const char* name, const Tensor& x, const Sizes& s, const Dim
   return c2r(in, sig.dims, scale_of(norm, forward, name), n);
 }
 
-Sizes one(std::optional<int64_t> n) { return n ? Sizes(std::vector<int64_t>{*n}) : std::nullopt; }
+// The 1-D transforms' n as the n-D ones' s. Unlike an entry of s, n = -1 does not
+// mean "the input's size" (torch.fft refuses it too).
+Sizes one(std::optional<int64_t> n, const char* name) {
+  KILN_CHECK(!n || *n >= 1, name, ": invalid number of data points (", n.value_or(0),
+             "); n must be at least 1");
+  return n ? Sizes(std::vector<int64_t>{*n}) : std::nullopt;
+}
 
 }  // namespace
 
 Tensor fft(const Tensor& x, std::optional<int64_t> n, int64_t dim, const std::string& norm) {
-  return fft_c2c_user("fft", x, one(n), std::vector<int64_t>{dim}, norm, true);
+  return fft_c2c_user("fft", x, one(n, "fft"), std::vector<int64_t>{dim}, norm, true);
 }
 Tensor ifft(const Tensor& x, std::optional<int64_t> n, int64_t dim, const std::string& norm) {
-  return fft_c2c_user("ifft", x, one(n), std::vector<int64_t>{dim}, norm, false);
+  return fft_c2c_user("ifft", x, one(n, "ifft"), std::vector<int64_t>{dim}, norm, false);
 }
 Tensor rfft(const Tensor& x, std::optional<int64_t> n, int64_t dim, const std::string& norm) {
-  return fft_r2c_user("rfft", x, one(n), std::vector<int64_t>{dim}, norm, true);
+  return fft_r2c_user("rfft", x, one(n, "rfft"), std::vector<int64_t>{dim}, norm, true);
 }
 Tensor irfft(const Tensor& x, std::optional<int64_t> n, int64_t dim, const std::string& norm) {
-  return fft_c2r_user("irfft", x, one(n), std::vector<int64_t>{dim}, norm, false);
+  return fft_c2r_user("irfft", x, one(n, "irfft"), std::vector<int64_t>{dim}, norm, false);
 }
 Tensor hfft(const Tensor& x, std::optional<int64_t> n, int64_t dim, const std::string& norm) {
-  return fft_c2r_user("hfft", x, one(n), std::vector<int64_t>{dim}, norm, true);
+  return fft_c2r_user("hfft", x, one(n, "hfft"), std::vector<int64_t>{dim}, norm, true);
 }
 Tensor ihfft(const Tensor& x, std::optional<int64_t> n, int64_t dim, const std::string& norm) {
-  return fft_r2c_user("ihfft", x, one(n), std::vector<int64_t>{dim}, norm, false);
+  return fft_r2c_user("ihfft", x, one(n, "ihfft"), std::vector<int64_t>{dim}, norm, false);
 }
 
 Tensor fft2(const Tensor& x, Sizes s, std::vector<int64_t> dim, const std::string& norm) {

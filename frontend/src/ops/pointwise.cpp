@@ -27,6 +27,15 @@ void check_not_complex(const char* op, DType a, DType b) {
              is_complex(a) ? a : b, ")");
 }
 
+// PyTorch's canCast: a result may be stored into a dtype of the same or a higher
+// category (bool < integer < floating < complex), never into a lower one.
+bool can_store(DType result, DType into) {
+  auto category = [](DType d) {
+    return d == DType::Bool ? 0 : is_integral(d) ? 1 : is_complex(d) ? 3 : 2;
+  };
+  return category(result) <= category(into);
+}
+
 void check_not_bool(const char* op, DType dtype) {
   KILN_CHECK(dtype != DType::Bool, op,
              ": not supported for bool tensors (convert with "
@@ -51,7 +60,7 @@ Tensor pointwise_binary(OpId op, const char* name, const Tensor& a, const Tensor
                         Promote promote) {
   check_same_device(name, {&a, &b});
   check_not_complex(name, a.dtype(), b.dtype());
-  DType dtype = compute_dtype(promote, promote_types(a.dtype(), b.dtype()));
+  DType dtype = compute_dtype(promote, result_type(a, b));
   if (promote == Promote::Arith) check_not_bool(name, dtype);
   Tensor ca = cast(a, dtype), cb = cast(b, dtype);
   DType out_dtype = result_dtype(promote, dtype);
@@ -76,21 +85,30 @@ Tensor& pointwise_inplace(OpId op, const char* name, Tensor& self, const Tensor&
   autograd_impl::check_inplace(self, name, &other);
   const auto& impl = *self.impl();
   DType dtype = impl.dtype;
-  DType promoted = compute_dtype(promote, promote_types(dtype, other.dtype()));
-  KILN_CHECK(promote_types(promoted, dtype) == dtype, name, ": the result type ", promoted,
+  DType promoted = compute_dtype(promote, result_type(self, other));
+  KILN_CHECK(can_store(promoted, dtype), name, ": the result type ", promoted,
              " cannot be stored in place in a ", dtype, " tensor");
-  check_not_bool(name, dtype);
+  check_not_bool(name, promoted);
   KILN_CHECK(!impl.has_internal_overlap(), name,
              ": cannot write in place into a tensor whose elements overlap (an expanded "
              "view); call .contiguous() first");
-  Tensor b = cast(other, dtype);
+  Tensor b = cast(other, promoted);
   if (b.shape() != self.shape()) {
     auto shape = broadcast_shapes(self.shape(), other.shape(), name);
     KILN_CHECK(IntArrayRef(shape) == self.shape(), name, ": the operand of shape ", other.shape(),
                " does not broadcast to the in-place shape ", self.shape());
     b = b.expand(self.shape());
   }
-  dispatch(op, {&impl, b.impl().get()}, {&impl});
+  if (promoted == dtype) [[likely]] {
+    dispatch(op, {&impl, b.impl().get()}, {&impl});
+    return self;
+  }
+  // A wider operand of a kind self can hold (f32.add_(f64), i32.add_(i64)): computed in
+  // the wider dtype and converted into self, as PyTorch does.
+  Tensor a = cast(self, promoted);
+  Tensor out = empty_on(self, self.shape(), promoted);
+  dispatch(op, {a.impl().get(), b.impl().get()}, {out.impl().get()});
+  dispatch(OpId::copy, {out.impl().get()}, {&impl});
   return self;
 }
 

@@ -57,11 +57,13 @@ Reduced reduced_shapes(const detail::TensorImpl& x, IntArrayRef dims, bool keepd
   return r;
 }
 
-// The reduced dims (those of size 1 in `keep` but not in `x`), for backward.
-std::vector<int64_t> reduced_dims(IntArrayRef x, IntArrayRef keep) {
+// The dims to reduce over in backward: every dim of size 1 in `keep`. A dim of size 1
+// in `x` may or may not have been reduced; summing over it changes nothing, while
+// leaving it out could leave the list empty, which sum() reads as "every dim".
+std::vector<int64_t> reduced_dims(IntArrayRef keep) {
   std::vector<int64_t> dims;
-  for (size_t i = 0; i < x.size(); ++i)
-    if (keep[i] == 1 && x[i] != 1) dims.push_back(static_cast<int64_t>(i));
+  for (size_t i = 0; i < keep.size(); ++i)
+    if (keep[i] == 1) dims.push_back(static_cast<int64_t>(i));
   return dims;
 }
 
@@ -69,7 +71,7 @@ void record_reduction(OpId op, Tensor& result, const Tensor& x, const Tensor& ke
                       IntArrayRef keep_shape, int64_t correction) {
   auto xs = x.shape().vec();
   auto ks = keep_shape.vec();
-  auto dims = reduced_dims(xs, ks);
+  auto dims = reduced_dims(ks);
   int64_t count = 1;
   for (int64_t d : dims) count *= xs[static_cast<size_t>(d)];
   // The incoming gradient, broadcast back over the reduced dims.
@@ -87,7 +89,8 @@ void record_reduction(OpId op, Tensor& result, const Tensor& x, const Tensor& ke
       break;
     case OpId::amax:
     case OpId::amin:
-      // Ties share the gradient evenly (PyTorch's amax/amin rule).
+      // Ties share the gradient evenly (PyTorch's amax/amin rule); a slice whose
+      // result is NaN has no matching element and gets NaN, as in PyTorch.
       ag::record(op == OpId::amax ? "AmaxBackward" : "AminBackward", result, {&x}, {x, keep_out},
                  [spread, dims](const Saved& s, const Tensor& g) -> Grads {
                    Tensor hit = (s[0] == s[1]).to(g.dtype());
@@ -186,6 +189,42 @@ Tensor arg_reduce(OpId op, const char* name, const Tensor& x, std::optional<int6
   return impl.dim() == 0 ? out.view({}) : out.squeeze(d);
 }
 
+// max()/min() over every element. Unlike amax/amin, a NaN result sends the
+// gradient to the NaN elements (ties, NaN or not, share it evenly): PyTorch's rule.
+Tensor extreme_of_all(OpId op, const Tensor& x) {
+  const char* name = op == OpId::amax ? "max" : "min";
+  Tensor result;
+  {
+    NoGradGuard no_grad;  // recorded below with its own rule
+    result = reduce(op, name, x, {}, false, Accum::Same);
+  }
+  if (ag::needs_grad({&x}))
+    ag::record(op == OpId::amax ? "MaxBackward" : "MinBackward", result, {&x}, {x, result},
+               [](const Saved& s, const Tensor& g) -> Grads {
+                 Tensor hit = logical_or(s[0] == s[1], logical_and(isnan(s[0]), isnan(s[1])));
+                 Tensor hitf = hit.to(g.dtype());
+                 return {hitf * (g / hitf.sum())};
+               });
+  return result;
+}
+
+// max(dim)/min(dim): the values are the elements at the returned indices, so the
+// gradient goes to that one element even among ties (PyTorch's rule).
+std::tuple<Tensor, Tensor> extreme_along(OpId op, const Tensor& x, int64_t dim, bool keepdim) {
+  const char* name = op == OpId::amax ? "max" : "min";
+  const auto& impl = detail::impl_of(x, name);
+  if (impl.dim() == 0)  // one element: nothing to choose between
+    return {reduce(op, name, x, {dim}, keepdim, Accum::Same),
+            arg_reduce(op == OpId::amax ? OpId::argmax : OpId::argmin, name, x, dim, keepdim)};
+  KILN_CHECK(impl.dtype != DType::Bool, name, ": not supported for bool tensors");
+  Tensor index =
+      arg_reduce(op == OpId::amax ? OpId::argmax : OpId::argmin, name, x, dim, /*keepdim=*/true);
+  int64_t d = detail::wrap_dim(dim, impl.dim(), name);
+  Tensor values = gather(x, d, index);
+  if (keepdim) return {values, index};
+  return {values.squeeze(d), index.squeeze(d)};
+}
+
 }  // namespace
 
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim) {
@@ -227,13 +266,13 @@ Tensor Tensor::amax(IntArrayRef dims, bool keepdim) const {
 Tensor Tensor::amin(IntArrayRef dims, bool keepdim) const {
   return kiln::amin(*this, dims, keepdim);
 }
-Tensor Tensor::max() const { return kiln::amax(*this, {}, false); }
-Tensor Tensor::min() const { return kiln::amin(*this, {}, false); }
+Tensor Tensor::max() const { return extreme_of_all(OpId::amax, *this); }
+Tensor Tensor::min() const { return extreme_of_all(OpId::amin, *this); }
 std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
-  return {kiln::amax(*this, {dim}, keepdim), argmax(dim, keepdim)};
+  return extreme_along(OpId::amax, *this, dim, keepdim);
 }
 std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const {
-  return {kiln::amin(*this, {dim}, keepdim), argmin(dim, keepdim)};
+  return extreme_along(OpId::amin, *this, dim, keepdim);
 }
 Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
   return kiln::argmax(*this, dim, keepdim);

@@ -77,6 +77,11 @@ Walk walk(const Tensor& x, const std::vector<TensorIndex>& list, const char* op)
     } else {
       const Tensor& t = std::get<Tensor>(v);
       detail::check_same_device(op, {&x, &t});
+      if (t.dim() == 0 && (t.dtype() == DType::Int64 || t.dtype() == DType::Int32)) {
+        // An integer, as in PyTorch: no advanced index, so no dims move (a host read).
+        w.view = w.view.select(cur, t.item<int64_t>());
+        continue;
+      }
       ++w.tensors;
       w.from_mask = t.dtype() == DType::Bool;
       w.all_masks &= w.from_mask;
@@ -130,7 +135,9 @@ Flat flatten_indices(const Walk& w, const char* op) {
   for (size_t k = 0; k < w.indices.size(); ++k) {
     const int64_t size = view.size(w.dims[k]);
     const Tensor& t = w.indices[k];
-    wrapped.push_back(where(t < 0, t + size, t));
+    // -size..-1 count from the end; anything below stays as written, so that the
+    // range check names the index the caller wrote (-5, not -2, in a size-3 dim).
+    wrapped.push_back(where(logical_and(t < 0, t >= -size), t + size, t));
     if (w.indices.size() > 1 && !w.all_masks) {
       Tensor out = logical_or(wrapped.back() < 0, wrapped.back() >= size).any();
       bad = bad.defined() ? logical_or(bad, out) : out;
@@ -138,8 +145,15 @@ Flat flatten_indices(const Walk& w, const char* op) {
   }
   if (bad.defined()) {
     auto scope = profiler::record_function(std::string(op) + ": check the indices (syncs)");
-    KILN_CHECK(!bad.item<bool>(), op, ": an index is out of range for the indexed shape ",
-               view.shape());
+    if (bad.item<bool>())
+      for (size_t k = 0; k < wrapped.size(); ++k) {
+        const int64_t size = view.size(w.dims[k]);
+        const Tensor out =
+            masked_select(wrapped[k], logical_or(wrapped[k] < 0, wrapped[k] >= size));
+        KILN_CHECK(out.numel() == 0, op, ": index ", out.reshape({-1})[0].item<int64_t>(),
+                   " is out of range for dimension ", w.dims[k], " with size ", size,
+                   " (indexed shape ", view.shape(), ")");
+      }
   }
   Tensor position;
   for (size_t k = 0; k < wrapped.size(); ++k) {
@@ -222,11 +236,13 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
   std::vector<int64_t> indexed_shape;  // what index() would return
   for (int64_t d : order) indexed_shape.push_back(result_shape[static_cast<size_t>(d)]);
   Tensor v = values.to(dtype()).expand(indexed_shape).permute(inverse(order));
-  std::vector<int64_t> rows{-1};
-  rows.insert(rows.end(), merged.begin() + 1, merged.end());
-  v = v.reshape(rows).contiguous();
   const Tensor position = f.position.reshape({-1});
   if (position.numel() == 0) return *this;  // nothing named: nothing to write
+  // One row per named position (a count, not -1: a size-0 dim among the others would
+  // leave -1 undetermined).
+  std::vector<int64_t> rows{position.numel()};
+  rows.insert(rows.end(), merged.begin() + 1, merged.end());
+  v = v.reshape(rows).contiguous();
   Tensor base = w.view.permute(f.perm).reshape(merged);
   Tensor updated;
   {
@@ -251,7 +267,8 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
                      "index_put_: a position is named more than once; use accumulate=true to "
                      "add the values, or name each position once");
         }
-        updated = where(hit, zeros_like(base).index_add(0, position, v), base);
+        // Added to -0.0, which keeps every value as written (a -0.0 stays -0.0).
+        updated = where(hit, full_like(base, -0.0).index_add(0, position, v), base);
       }
     }
   }

@@ -2,6 +2,8 @@
 // add, sub, mul, div, pow, atan2, maximum, minimum). Integers wrap
 // (unsigned arithmetic keeps that defined); maximum/minimum give NaN when either
 // operand is NaN.
+#include <string_view>
+
 #include "kernels/elementwise.cuh"
 #include "kernels/registry.h"
 #include "kiln/sdk/functors.h"
@@ -29,6 +31,14 @@ void arithmetic_impl(const OpArgs& args, const Launch& launch) {
   }
 }
 
+// Integer pow (exact, by squaring: sdk::integer_pow) is built but has not run on a GPU:
+// it is declined, so it takes the counted CPU fallback, until a GPU run verifies it
+// (the staging rule, docs/design-decisions.md).
+int32_t supports_pow(void* context, const kiln_op_args* args) noexcept {
+  if (!sdk::supports_catalogue_dtypes<op::pow>(context, args)) return 0;
+  return sdk::is_float_dtype(sdk::input_dtype(args, 0)) ? 1 : 0;
+}
+
 }  // namespace
 
 void add_binary_kernels(KernelList& list) {
@@ -37,6 +47,8 @@ void add_binary_kernels(KernelList& list) {
   list.push_back(catalogue_kernel<op::name>(&arithmetic_impl<sdk::Functor, dtypes>));
   KILN_BINARY_POINTWISE_OPS(KILN_CUDA_BINARY)
 #undef KILN_CUDA_BINARY
+  for (KernelEntry& entry : list)
+    if (std::string_view(entry.name) == op::pow.name) entry.supports = &supports_pow;
 }
 
 }  // namespace kiln::cuda

@@ -88,10 +88,29 @@ struct Div {
     return a / b;
   }
 };
+/// Integer a^b, exact and wrapping on overflow (by squaring, in unsigned arithmetic);
+/// a negative exponent gives 1 for a = 1, ±1 for a = -1 and 0 otherwise (PyTorch's rule).
+template <class T>
+KILN_HOST_DEVICE T integer_pow(T a, T b) {
+  if constexpr (std::is_signed_v<T>) {
+    if (b < 0) return a == 1 ? T(1) : a == -1 ? T((b & 1) ? -1 : 1) : T(0);
+  }
+  using U = std::make_unsigned_t<T>;
+  U result = 1, base = static_cast<U>(a), e = static_cast<U>(b);
+  while (e != 0) {
+    if (e & 1u) result = static_cast<U>(result * base);
+    base = static_cast<U>(base * base);
+    e = static_cast<U>(e >> 1);
+  }
+  return static_cast<T>(result);
+}
 struct Pow {
   template <class T>
   KILN_HOST_DEVICE T operator()(T a, T b) const {
-    return math::pow(a, b);
+    if constexpr (std::is_integral_v<T>)
+      return integer_pow(a, b);
+    else
+      return math::pow(a, b);
   }
 };
 struct Atan2 {  // the angle of (b, a); float types only

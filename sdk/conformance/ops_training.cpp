@@ -131,10 +131,10 @@ std::vector<Case> pool_cases(const std::string& kind, bool backward) {
   return cases;
 }
 
-// Max pooling's rules: the first maximum wins a tie, a NaN wins over every number,
-// and the gradient goes to the winner alone.
+// Max pooling's rules: the first maximum wins a tie, a NaN wins over every number (of
+// two NaNs the last, as PyTorch), and the gradient goes to the winner alone.
 const Operand kPoolTies = operand_of({1, 1, 4, 4}, DType::Float32,
-                                     {1, 3, 2, 0, 3, 0, 5, 5, kNaN, 1, -1, -2, 2, 9, -3, -4});
+                                     {1, 3, 2, 0, 3, 0, 5, 5, kNaN, 1, -1, -2, 2, kNaN, -3, -4});
 
 std::vector<Case> max_pool_known(bool backward) {
   if (!backward) {
@@ -143,7 +143,7 @@ std::vector<Case> max_pool_known(bool backward) {
                   {{3, 5, kNaN, -1}})};
   }
   return {known(
-      "[1,1,4,4] kernel 2: the gradient goes to the first maximum or the NaN", {kPoolTies},
+      "[1,1,4,4] kernel 2: the gradient goes to the first maximum or the last NaN", {kPoolTies},
       [](const Operands& in) {
         Tensor x = in[0].detach();
         x.requires_grad_();
@@ -151,7 +151,7 @@ std::vector<Case> max_pool_known(bool backward) {
         F::max_pool2d(x, 2).backward(seed);
         return Outputs{x.grad()};
       },
-      {{0, 1, 0, 0, 0, 0, 2, 0, 3, 0, 4, 0, 0, 0, 0, 0}})};
+      {{0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 3, 0, 0}})};
 }
 
 // Average pooling's divisor over a padded border: 9 with count_include_pad, else the

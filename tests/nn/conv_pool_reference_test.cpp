@@ -12,8 +12,10 @@
 #include <kiln/nn.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <sstream>
+#include <string>
 
 namespace {
 
@@ -217,7 +219,8 @@ void check_max_pool(const PoolCase& k, const std::vector<double>& x, kiln::DType
   Tensor tg = kiln::from_vector<double>(g, {k.n, k.c, ho, wo}, opts);
   const std::vector<double> gv = tg.to_vector<double>();
 
-  // Reference: the first maximum of each window wins ties, the first NaN wins all.
+  // Reference (PyTorch's rule): the first maximum of each window wins ties, a NaN wins
+  // over every number, and of several NaNs the last wins.
   std::vector<double> y(gv.size()), grad_x(xv.size(), 0.0);
   for (int64_t p = 0; p < k.n * k.c; ++p)
     for (int64_t oh = 0; oh < ho; ++oh)
@@ -229,8 +232,7 @@ void check_max_pool(const PoolCase& k, const std::vector<double>& x, kiln::DType
             const int64_t ih = oh * k.sh - k.ph + i * k.dh, iw = ow * k.sw - k.pw + j * k.dw;
             if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
             const double v = xv[static_cast<size_t>((p * k.h + ih) * k.w + iw)];
-            const bool better =
-                std::isnan(v) ? (at < 0 || !std::isnan(best)) : (at < 0 || v > best);
+            const bool better = at < 0 || v > best || std::isnan(v);
             if (better) {
               best = v;
               at = (p * k.h + ih) * k.w + iw;
@@ -278,12 +280,150 @@ TEST(MaxPoolReference, NaNAndTies) {
   };
   at(0, 0, 0) = nan;                                      // window (0,0): NaN first
   at(0, 1, 3) = nan;                                      // window (0,1): NaN last
-  at(0, 0, 4) = 5, at(0, 1, 5) = nan, at(0, 1, 4) = nan;  // (0,2): two NaNs, first wins
+  at(0, 0, 4) = 5, at(0, 1, 5) = nan, at(0, 1, 4) = nan;  // (0,2): two NaNs, last wins
   at(0, 0, 6) = 2, at(0, 0, 7) = 2, at(0, 1, 6) = 2;      // (0,3): ties, first wins
   at(0, 2, 0) = -inf, at(0, 2, 1) = -inf, at(0, 3, 0) = -inf, at(0, 3, 1) = -inf;
   at(0, 2, 3) = inf;
   for (int64_t i = 0; i < 6 * 10; ++i) x[static_cast<size_t>(60 + i)] = static_cast<double>(i % 7);
   for (kiln::DType dtype : {kiln::float32, kiln::float64}) check_max_pool(k, x, dtype);
+}
+
+// Values printed by PyTorch 1.13.1 (Debian's python3-torch, by hand) for the same input:
+// F.max_pool2d(x, (2, 1), padding=(1, 0), ceil_mode=True), backward with 1, 2, 3, ...
+// Windows of two NaNs give the gradient to the second, as PyTorch does (Kiln gave it to
+// the first).
+TEST(MaxPoolReference, CeilModePaddingAndNaNsAsPyTorch) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> x = {1, nan, 3,   nan, 2, -inf, nan,  5,    -inf, 4,   4,   nan,
+                                 0, -1,  nan, nan, 7, 2,    2,    2,    2,    nan, nan, 1,
+                                 3, 1,   nan, nan, 0, nan,  -inf, -inf, 1,    6,   nan, nan};
+  const std::vector<double> y = {1, nan, 3, nan, 5,   -inf, 4,   4, nan, nan, 7,   2,
+                                 2, 2,   2, nan, nan, nan,  nan, 0, nan, 6,   nan, nan};
+  const std::vector<double> grad_x = {1, 2, 3,  0,  0,  6,  4,  5,  0,  7,  8,  0,
+                                      0, 0, 9,  10, 11, 12, 13, 14, 15, 16, 17, 0,
+                                      0, 0, 18, 19, 20, 21, 0,  0,  0,  22, 23, 24};
+  for (kiln::DType dtype : {kiln::float32, kiln::float64}) {
+    SCOPED_TRACE(kiln::dtype_name(dtype));
+    auto opts = kiln::TensorOptions().dtype(dtype);
+    Tensor tx = kiln::from_vector<double>(x, {1, 2, 6, 3}, opts).requires_grad_();
+    Tensor ty = F::max_pool2d(tx, {2, 1}, std::nullopt, {1, 0}, 1, true);
+    ASSERT_EQ(ty.shape(), kiln::IntArrayRef({1, 2, 4, 3}));
+    EXPECT_TRUE(close(ty, y, 0)) << "y";
+    std::vector<double> g(24);
+    for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<double>(i + 1);
+    ty.backward(kiln::from_vector<double>(g, {1, 2, 4, 3}, opts));
+    EXPECT_TRUE(close(tx.grad(), grad_x, 0)) << "grad_x";
+  }
+}
+
+// PyTorch 1.13 takes unbatched [C, H, W] input for pooling and conv2d (values printed by
+// it for u = (arange(1, 41) * 7 % 11).reshape(2, 5, 4)).
+TEST(PoolReference, UnbatchedInputAsPyTorch) {
+  std::vector<double> u(40);
+  for (size_t i = 0; i < u.size(); ++i) u[i] = static_cast<double>((i + 1) * 7 % 11);
+  Tensor x = kiln::from_vector<double>(u, {2, 5, 4}).requires_grad_();
+  Tensor m = F::max_pool2d(x, 2, std::nullopt, 0, 1, true);
+  ASSERT_EQ(m.shape(), kiln::IntArrayRef({2, 3, 2}));
+  EXPECT_TRUE(close(m, {9, 10, 10, 7, 9, 8, 10, 9, 7, 10, 6, 9}, 0));
+  m.sum().backward();
+  EXPECT_TRUE(close(x.grad(), {0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 1, 0, 0, 1,
+                               0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1, 1, 0, 1, 0},
+                    0));
+  Tensor x2 = kiln::from_vector<double>(u, {2, 5, 4}).requires_grad_();
+  Tensor a = F::avg_pool2d(x2, 3, 2, 1, true, false);
+  ASSERT_EQ(a.shape(), kiln::IntArrayRef({2, 3, 3}));
+  EXPECT_TRUE(close(a,
+                    {5.25, 5.666666666666667, 3.5, 6.0, 4.888888888888889, 3.3333333333333335, 6.75,
+                     5.333333333333333, 5.0, 5.0, 4.5, 6.0, 4.833333333333333, 5.555555555555555,
+                     7.666666666666667, 3.75, 6.0, 7.5},
+                    1e-15));
+  a.sum().backward();
+  EXPECT_TRUE(close(x2.grad(),
+                    {0.25,
+                     0.41666666666666663,
+                     0.16666666666666666,
+                     0.6666666666666666,
+                     0.41666666666666663,
+                     0.6944444444444444,
+                     0.2777777777777778,
+                     1.111111111111111,
+                     0.16666666666666666,
+                     0.2777777777777778,
+                     0.1111111111111111,
+                     0.4444444444444444,
+                     0.41666666666666663,
+                     0.6944444444444444,
+                     0.2777777777777778,
+                     1.1111111111111112,
+                     0.25,
+                     0.41666666666666663,
+                     0.16666666666666666,
+                     0.6666666666666666,
+                     0.25,
+                     0.41666666666666663,
+                     0.16666666666666666,
+                     0.6666666666666666,
+                     0.41666666666666663,
+                     0.6944444444444444,
+                     0.2777777777777778,
+                     1.111111111111111,
+                     0.16666666666666666,
+                     0.2777777777777778,
+                     0.1111111111111111,
+                     0.4444444444444444,
+                     0.41666666666666663,
+                     0.6944444444444444,
+                     0.2777777777777778,
+                     1.1111111111111112,
+                     0.25,
+                     0.41666666666666663,
+                     0.16666666666666666,
+                     0.6666666666666666},
+                    1e-15));
+  Tensor ad = F::adaptive_avg_pool2d(x.detach(), {2, 3});
+  ASSERT_EQ(ad.shape(), kiln::IntArrayRef({2, 2, 3}));
+  EXPECT_TRUE(close(ad,
+                    {5.5, 5.166666666666667, 4.833333333333333, 6.5, 4.333333333333333, 4.0,
+                     4.333333333333333, 4.0, 5.5, 3.5, 5.0, 6.5},
+                    1e-15));
+  std::vector<double> w(16);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<double>(i + 1) / 10;
+  Tensor c = F::conv2d(x.detach(), kiln::from_vector<double>(w, {2, 2, 2, 2}), {}, 1, 1);
+  ASSERT_EQ(c.shape(), kiln::IntArrayRef({2, 6, 5}));
+  EXPECT_TRUE(close(c.flatten().narrow(0, 0, 6), {6.0, 6.1, 10.5, 12.7, 3.9, 12.6}, 1e-14));
+}
+
+// A window larger than the padded input is an error, as in PyTorch ("Output size is too
+// small" / "Kernel size can't be greater than actual input size"); Kiln's output sizes
+// rounded the negative span toward zero and returned a 1x1 output for these.
+TEST(PoolReference, WindowLargerThanTheInputThrows) {
+  Tensor x = kiln::zeros({1, 1, 2, 2}, kiln::float64);
+  auto message = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const kiln::Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const std::string max3 = message([&] { F::max_pool2d(x, 3, 3); });
+  EXPECT_NE(max3.find("max_pool2d: output size is too small"), std::string::npos) << max3;
+  EXPECT_NE(max3.find("[1, 1, 2, 2]"), std::string::npos) << max3;
+  EXPECT_NE(max3.find("gives 0x0"), std::string::npos) << max3;
+  EXPECT_THROW(F::max_pool2d(x, {4, 1}, kiln::nn::Size2{3, 3}), kiln::Error);
+  EXPECT_THROW(F::avg_pool2d(x, 3, 3), kiln::Error);
+  EXPECT_THROW(F::avg_pool2d(x, {4, 1}, kiln::nn::Size2{3, 3}), kiln::Error);
+  const std::string conv = message([&] {
+    F::conv2d(x, kiln::zeros({1, 1, 4, 4}, kiln::float64), {}, 3);
+  });
+  EXPECT_NE(conv.find("conv2d: the input [1, 1, 2, 2] padded by (0, 0) is 2x2, smaller than"),
+            std::string::npos)
+      << conv;
+  EXPECT_THROW(F::conv2d(x, kiln::zeros({1, 1, 3, 3}, kiln::float64), {}, 3, 1, 2), kiln::Error);
+  // With ceil_mode a window may overhang the input, as in PyTorch: [1, 1, 1, 1].
+  EXPECT_EQ(F::max_pool2d(x, 3, 2, 0, 1, true).shape(), kiln::IntArrayRef({1, 1, 1, 1}));
+  EXPECT_EQ(F::avg_pool2d(x, 3, 2, 0, true).shape(), kiln::IntArrayRef({1, 1, 1, 1}));
 }
 
 }  // namespace

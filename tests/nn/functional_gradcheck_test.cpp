@@ -169,6 +169,15 @@ TEST(FunctionalGradcheck, Losses) {
       input({3, 2}), input({3, 2}, 2) + 3.0);
   EXPECT_GRADCHECK([](const Inputs& v) { return F::binary_cross_entropy_with_logits(v[0], v[1]); },
                    input({3, 2}, 1, -4, 4), input({3, 2}, 2, 0, 1));
+  // [N, C, d] logits with class weights (the weight's gradient too), and broadcasting.
+  auto spatial = kiln::from_vector<int64_t>({1, 2, 0, -100, 2, 2}, {2, 3});
+  EXPECT_GRADCHECK(
+      [spatial](const Inputs& v) {
+        return F::cross_entropy(v[0], spatial, kiln::nn::Reduction::Mean, -100, 0.1, v[1]);
+      },
+      input({2, 3, 3}), input({3}, 2, 0.5, 2));
+  EXPECT_GRADCHECK([](const Inputs& v) { return F::mse_loss(v[0], v[1]); }, input({2, 3}),
+                   input({3}, 2));
 }
 
 }  // namespace

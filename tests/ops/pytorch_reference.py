@@ -52,3 +52,10 @@ show('cumprod int32', torch.tensor([3,-2,4],dtype=torch.int32).cumprod(0))
 ma=torch.tensor([[1.,2,3],[4,5,6]]); show('masked_scatter', ma.masked_scatter(torch.tensor([True,False,True]), torch.tensor([10.,20,30,40,50])))
 show('scatter', torch.zeros(3,4).scatter(0, torch.tensor([[0,1,2,0],[2,0,0,1]]), torch.tensor([[1.,2,3,4],[5,6,7,8]])))
 show('scatter value', torch.zeros(3,4).scatter(1, torch.tensor([[3],[0],[1]]), 9.5))
+# F.interpolate next to an infinity (tensor_methods_test.cpp, InterpolateNextToAnInfinity).
+inf=math.inf
+xi=torch.tensor([inf,1.,2]).reshape(1,1,3).requires_grad_(); yi=F.interpolate(xi,size=4,mode='linear')
+yi.backward(torch.tensor([1.,2,3,4]).reshape(1,1,4)); show('interp inf', yi); show('interp inf grad', xi.grad)
+show('interp inf ac', F.interpolate(torch.tensor([0.,inf,2]).reshape(1,1,3),size=5,mode='linear',align_corners=True))
+bi=torch.tensor([0.,inf,1,2]).reshape(1,1,2,2)
+show('bilin inf ac', F.interpolate(bi,size=(3,3),mode='bilinear',align_corners=True)); show('bilin inf', F.interpolate(bi,size=(3,3),mode='bilinear'))

@@ -432,6 +432,24 @@ TEST_P(TensorMethods, Interpolate) {
   EXPECT_KILN_ERROR(F::interpolate(img, {3, 3}, "cubic"), "mode");
 }
 
+// Next to an infinity PyTorch's (1 − λ)·a + λ·b keeps the infinity where λ is 0 and
+// gives NaN where a 0 weight meets it (Kiln's a + (b − a)·λ gave NaN for both).
+TEST_P(TensorMethods, InterpolateNextToAnInfinity) {
+  namespace F = kiln::nn::functional;
+  auto x = make({kInf, 1, 2}, {1, 1, 3}).requires_grad_();
+  auto y = F::interpolate(x, {4}, "linear");
+  EXPECT_TRUE(matches(y, {1, 1, 4}, {kInf, kInf, 1.375, 2}, kFloat32Tol));
+  y.backward(make({1, 2, 3, 4}, {1, 1, 4}));
+  EXPECT_TRUE(matches(x.grad(), {1, 1, 3}, {1.75, 3.125, 5.125}, kFloat32Tol));
+  EXPECT_TRUE(matches(F::interpolate(make({0, kInf, 2}, {1, 1, 3}), {5}, "linear", true), {1, 1, 5},
+                      {kNaN, kInf, kInf, kInf, 2}, kFloat32Tol));
+  auto img = make({0, kInf, 1, 2}, {1, 1, 2, 2});
+  EXPECT_TRUE(matches(F::interpolate(img, {3, 3}, "bilinear", true), {1, 1, 3, 3},
+                      {kNaN, kInf, kNaN, kNaN, kInf, kNaN, 1, 1.5, 2}, kFloat32Tol));
+  EXPECT_TRUE(matches(F::interpolate(img, {3, 3}, "bilinear"), {1, 1, 3, 3},
+                      {kNaN, kInf, kInf, kNaN, kInf, kInf, 1, 1.5, 2}, kFloat32Tol));
+}
+
 KILN_INSTANTIATE_FOR_EVERY_DEVICE(TensorMethods);
 
 }  // namespace

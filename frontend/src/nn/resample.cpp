@@ -39,6 +39,9 @@ Tensor pad_dim(const Tensor& x, int64_t d, int64_t before, int64_t after, const 
   if (mode == "reflect")
     KILN_CHECK(before < n && after < n, "pad: reflect padding (", before, ", ", after,
                ") must be smaller than the size ", n, " of dimension ", d);
+  if (mode == "circular")  // PyTorch's rule: the padding wraps around at most once
+    KILN_CHECK(before <= n && after <= n, "pad: circular padding (", before, ", ", after,
+               ") would wrap around dimension ", d, " of size ", n, " more than once");
   std::vector<int64_t> index;
   for (int64_t i = -before; i < n + after; ++i) {
     int64_t j = i;
@@ -125,9 +128,15 @@ Tensor interpolate(const Tensor& x, IntArrayRef size, const std::string& mode, b
     }
     std::vector<int64_t> wshape(static_cast<size_t>(y.dim()), 1);
     wshape[static_cast<size_t>(d)] = out;
-    Tensor w = from_vector<double>(weight, wshape).to(y.dtype()).to(y.device());
+    std::vector<double> rest(weight.size());
+    std::transform(weight.begin(), weight.end(), rest.begin(), [](double l) { return 1.0 - l; });
+    auto weights = [&](const std::vector<double>& v) {
+      return from_vector<double>(v, wshape).to(y.dtype()).to(y.device());
+    };
     Tensor a = index_select(y, d, positions(y, lo)), b = index_select(y, d, positions(y, hi));
-    y = a + (b - a) * w;
+    // PyTorch's form (1 − λ)·a + λ·b, not a + (b − a)·λ: next to an infinity the latter
+    // gives inf − inf = NaN where PyTorch gives the infinity.
+    y = a * weights(rest) + b * weights(weight);
   }
   return y;
 }

@@ -46,11 +46,11 @@ void dispatch_pool(kiln_dtype dtype, F&& fn) {
 
 // ---- max pooling -------------------------------------------------------------------
 
-// Whether v replaces the current best of a window: a larger value, or the first NaN
-// (a NaN best is never replaced; ties keep the earlier element).
+// Whether v replaces the current best of a window: a larger value or any NaN, as
+// PyTorch's kernels (ties keep the earlier element; of several NaNs the last wins).
 template <class C>
 inline bool max_better(C v, C best) {
-  return v > best || (is_nan(v) && !is_nan(best));
+  return v > best || is_nan(v);
 }
 
 // The 2x2, stride-2 windows of the networks everyone trains: no padding, no
@@ -94,8 +94,7 @@ void max_pool_2x2_plane(const T* in, T* out, int64_t* idx, const PoolShape& s) {
                                     _mm_add_epi32(w_vec, _mm_set1_epi32(1))};
         for (int k = 1; k < 4; ++k) {
           const __m128 v = cand[k];
-          const __m128 better = _mm_or_ps(
-              _mm_cmpgt_ps(v, best), _mm_and_ps(_mm_cmpunord_ps(v, v), _mm_cmpord_ps(best, best)));
+          const __m128 better = _mm_or_ps(_mm_cmpgt_ps(v, best), _mm_cmpunord_ps(v, v));
           best = _mm_or_ps(_mm_and_ps(better, v), _mm_andnot_ps(better, best));
           const __m128i mask = _mm_castps_si128(better);
           where = _mm_or_si128(_mm_and_si128(mask, offsets[k]), _mm_andnot_si128(mask, where));
@@ -220,8 +219,8 @@ void max_pool2d_impl(const OpArgs& args) {
       int64_t* idx = indices.ptr<int64_t>() + plane * s.ho * s.wo;
       for (int64_t oh = 0; oh < s.ho; ++oh) {
         for (int64_t ow = 0; ow < s.wo; ++ow) {
-          // Padding is -inf: only real elements compete. First maximum wins ties; the
-          // first NaN wins over everything.
+          // Padding is -inf: only real elements compete. First maximum wins ties; a
+          // NaN wins over everything (the last one, as PyTorch).
           C best = -std::numeric_limits<C>::infinity();
           int64_t best_index = -1;
           for (int64_t kh = 0; kh < wh.kernel; ++kh) {

@@ -40,9 +40,9 @@ void softmax_impl(const OpArgs& args) {
             const C v = load(in[i * stride]);
             max = (v > max || is_nan(v)) ? v : max;
           }
-          // An all -inf line has max -inf; shifting by 0 instead keeps exp(-inf) = 0
-          // rather than exp(nan).
-          const C shift = std::isinf(max) ? C(0) : max;
+          // PyTorch's arithmetic: exp(x - max) even when max is infinite, so a line
+          // holding +inf (inf - inf) or only -inf comes out NaN everywhere, as there.
+          const C shift = max;
           double sum = 0;
           for (int64_t i = 0; i < l.d; ++i)
             sum += static_cast<double>(std::exp(load(in[i * stride]) - shift));

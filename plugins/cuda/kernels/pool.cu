@@ -104,8 +104,8 @@ __global__ void max_pool_kernel(const T* __restrict__ x, T* __restrict__ y,
     int64_t plane, oh, ow;
     split_index<I>(i, s.ho, s.wo, plane, oh, ow);
     const T* in = x + plane * s.h * s.w;
-    // Padding is -inf: only real elements compete. The first maximum wins ties; the
-    // first NaN wins over everything.
+    // Padding is -inf: only real elements compete. The first maximum wins ties; a NaN
+    // wins over everything (the last one, as PyTorch).
     C best = -static_cast<C>(INFINITY);
     int64_t best_index = -1;
     for (int64_t kh = 0; kh < wh.kernel; ++kh) {
@@ -115,8 +115,7 @@ __global__ void max_pool_kernel(const T* __restrict__ x, T* __restrict__ y,
         const int64_t iw = ow * ww.stride - ww.pad + kw * ww.dilation;
         if (iw < 0 || iw >= s.w) continue;
         const C v = load(in[ih * s.w + iw]);
-        const bool v_nan = v != v, best_nan = best != best;
-        const bool better = v_nan ? !best_nan || best_index < 0 : (best_index < 0 || v > best);
+        const bool better = best_index < 0 || v > best || v != v;
         if (better) {
           best = v;
           best_index = ih * s.w + iw;

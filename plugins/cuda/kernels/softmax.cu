@@ -70,9 +70,9 @@ __global__ void softmax_rows_kernel(const T* __restrict__ x, T* __restrict__ y, 
     C max = -static_cast<C>(INFINITY);
     for (int64_t i = lane; i < d; i += width) max = max_nan(max, load(in[i]));
     max = group_max_nan<kWarp>(max, max_scratch);
-    // An all -inf line has max -inf; shifting by 0 instead keeps exp(-inf) = 0 rather
-    // than exp(nan).
-    const C shift = isinf(max) ? C(0) : max;
+    // PyTorch's arithmetic: exp(x - max) even when max is infinite, so a line holding
+    // +inf (inf - inf) or only -inf comes out NaN everywhere, as there.
+    const C shift = max;
     double sum = 0;
     for (int64_t i = lane; i < d; i += width)
       sum += static_cast<double>(exp_c(load(in[i]) - shift));
@@ -100,7 +100,7 @@ __global__ void softmax_strided_kernel(const T* __restrict__ x, T* __restrict__ 
       const C v = load(in[i * l.inner]);
       max = (v > max || v != v) ? v : max;
     }
-    const C shift = isinf(max) ? C(0) : max;
+    const C shift = max;  // as the row kernel: PyTorch's arithmetic at ±inf
     double sum = 0;
     for (int64_t i = 0; i < l.d; ++i)
       sum += static_cast<double>(exp_c(load(in[i * l.inner]) - shift));

@@ -33,16 +33,23 @@ namespace functional {
 /// x · weightᵀ + bias; weight is [out, in], bias [out] (optional).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 
-/// 2-D cross-correlation of x [N, C, H, W] with weight [O, C/groups, kH, kW].
+/// 2-D cross-correlation of x [N, C, H, W] (or unbatched [C, H, W]) with weight
+/// [O, C/groups, kH, kW]. A dilated kernel larger than the padded input throws.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, Size2 stride = 1,
               Size2 padding = 0, Size2 dilation = 1, int64_t groups = 1);
 
-/// Max over windows; stride defaults to the kernel size.
+/// Pooling of x [N, C, H, W] (or unbatched [C, H, W]) over windows; stride defaults to
+/// the kernel size. Output sizes are PyTorch's: rounded down, or up with ceil_mode
+/// (dropping a last window that would start in the right padding); an output size
+/// below 1 throws. max_pool2d: the first maximum of a window wins ties and a NaN wins
+/// over every number (the last NaN, as PyTorch), and gets the gradient.
+/// avg_pool2d: the divisor counts the padding inside the padded input
+/// (count_include_pad) or only the input's elements.
 Tensor max_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
                   Size2 padding = 0, Size2 dilation = 1, bool ceil_mode = false);
 Tensor avg_pool2d(const Tensor& x, Size2 kernel_size, std::optional<Size2> stride = std::nullopt,
                   Size2 padding = 0, bool ceil_mode = false, bool count_include_pad = true);
-/// Averages into an output of exactly `output_size`.
+/// Averages x [N, C, H, W] (or [C, H, W]) into an output of exactly `output_size`.
 Tensor adaptive_avg_pool2d(const Tensor& x, Size2 output_size);
 
 /// Batch normalization of x [N, C, *]. Training: batch statistics, and the running
@@ -59,6 +66,9 @@ Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& w
 /// Uses the global Philox generator, so a seed reproduces the mask on every backend.
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
 
+/// exp(x − max) / Σ exp(x − max) along `dim` (and its log), with PyTorch's arithmetic:
+/// a line holding +inf, or only −inf, comes out NaN; a −inf beside finite values is 0
+/// (−inf for log_softmax).
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 
@@ -81,18 +91,27 @@ Tensor interpolate(const Tensor& x, IntArrayRef size, const std::string& mode = 
 Tensor one_hot(const Tensor& labels, int64_t num_classes = -1);
 
 // -- losses (input first, target second, as PyTorch) ----------------------------------
+/// Mean (or summed) squared and absolute differences. Shapes that differ are broadcast,
+/// as PyTorch does, with a warning logged once per op (rarely what was meant).
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
-/// logp [N, C] (log-probabilities), target [N] int64 class indices. Mean divides by
-/// the number of targets that are not ignore_index.
+/// logp [N, C] or [N, C, d1, ...] (log-probabilities over dim 1), or unbatched [C];
+/// target [N] or [N, d1, ...] (or []) int64 class indices. The loss of an element is
+/// −weight[t]·logp[t] (weight: optional [C] class weights, 1 without), 0 where t is
+/// ignore_index. Mean divides the sum by the number of targets that are not
+/// ignore_index or, with weight, by the sum of their weights (PyTorch's rule);
+/// None returns target's shape.
 Tensor nll_loss(const Tensor& logp, const Tensor& target, Reduction reduction = Reduction::Mean,
-                int64_t ignore_index = -100);
-/// log_softmax + nll_loss, with optional label smoothing ε: the loss of each sample is
-/// (1 − ε)·nll + ε·mean over classes of −log p.
+                int64_t ignore_index = -100, const Tensor& weight = {});
+/// log_softmax over the class dim (1, or 0 for an unbatched [C] input) + nll_loss, with
+/// the same shapes, class weights and reductions, and optional label smoothing ε: the
+/// loss of each element is (1 − ε)·weight[t]·nll + ε·Σ_c weight[c]·(−log p_c) / C.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                      Reduction reduction = Reduction::Mean, int64_t ignore_index = -100,
-                     double label_smoothing = 0.0);
-/// Sigmoid + binary cross-entropy in one numerically stable formula; target in [0, 1].
+                     double label_smoothing = 0.0, const Tensor& weight = {});
+/// Sigmoid + binary cross-entropy in PyTorch's numerically stable formula; target in
+/// [0, 1], of the logits' shape. Gradients as PyTorch's: sigmoid(x) − t for the logits
+/// (0.5 − t at x = 0), −x for the target.
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
                                         Reduction reduction = Reduction::Mean);
 

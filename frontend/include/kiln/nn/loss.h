@@ -69,22 +69,40 @@ struct NLLLossOptions {
     ignore_index_ = i;
     return *this;
   }
+  /// Class weights [C] (undefined: every class weighs 1).
+  NLLLossOptions& weight(Tensor w) {
+    weight_ = std::move(w);
+    return *this;
+  }
   Reduction reduction() const { return reduction_; }
   int64_t ignore_index() const { return ignore_index_; }
+  const Tensor& weight() const { return weight_; }
 
  private:
   Reduction reduction_ = Reduction::Mean;
   int64_t ignore_index_ = -100;
+  Tensor weight_;
 };
 
-/// Input: log-probabilities [N, C]; target: int64 class indices [N].
+/// Input: log-probabilities [N, C] or [N, C, d1, ...] (or [C]); target: int64 class
+/// indices [N] or [N, d1, ...] (or []). The class weight, if given, is the buffer
+/// "weight" (it moves with to()).
 class NLLLoss : public Loss {
  public:
-  explicit NLLLoss(NLLLossOptions options = {}) : Loss("NLLLoss"), options_(options) {}
-  Tensor forward(const Tensor& input, const Tensor& target) override {
-    return functional::nll_loss(input, target, options_.reduction(), options_.ignore_index());
+  explicit NLLLoss(NLLLossOptions options = {}) : Loss("NLLLoss"), options_(options) {
+    if (options_.weight().defined()) weight = register_buffer("weight", options_.weight());
   }
-  std::shared_ptr<Module> clone() const override { return std::make_shared<NLLLoss>(options_); }
+  Tensor forward(const Tensor& input, const Tensor& target) override {
+    return functional::nll_loss(input, target, options_.reduction(), options_.ignore_index(),
+                                weight);
+  }
+  std::shared_ptr<Module> clone() const override {
+    NLLLossOptions o = options_;
+    if (weight.defined()) o.weight(weight.detach().clone());
+    return copy_state_into(std::make_shared<NLLLoss>(o));
+  }
+
+  Tensor weight;
 
  private:
   NLLLossOptions options_;
@@ -103,28 +121,42 @@ struct CrossEntropyLossOptions {
     label_smoothing_ = e;
     return *this;
   }
+  /// Class weights [C] (undefined: every class weighs 1).
+  CrossEntropyLossOptions& weight(Tensor w) {
+    weight_ = std::move(w);
+    return *this;
+  }
   Reduction reduction() const { return reduction_; }
   int64_t ignore_index() const { return ignore_index_; }
   double label_smoothing() const { return label_smoothing_; }
+  const Tensor& weight() const { return weight_; }
 
  private:
   Reduction reduction_ = Reduction::Mean;
   int64_t ignore_index_ = -100;
   double label_smoothing_ = 0.0;
+  Tensor weight_;
 };
 
-/// Input: logits [N, C]; target: int64 class indices [N].
+/// Input: logits [N, C] or [N, C, d1, ...] (or [C]); target: int64 class indices [N] or
+/// [N, d1, ...] (or []). The class weight, if given, is the buffer "weight".
 class CrossEntropyLoss : public Loss {
  public:
   explicit CrossEntropyLoss(CrossEntropyLossOptions options = {})
-      : Loss("CrossEntropyLoss"), options_(options) {}
+      : Loss("CrossEntropyLoss"), options_(options) {
+    if (options_.weight().defined()) weight = register_buffer("weight", options_.weight());
+  }
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::cross_entropy(input, target, options_.reduction(), options_.ignore_index(),
-                                     options_.label_smoothing());
+                                     options_.label_smoothing(), weight);
   }
   std::shared_ptr<Module> clone() const override {
-    return std::make_shared<CrossEntropyLoss>(options_);
+    CrossEntropyLossOptions o = options_;
+    if (weight.defined()) o.weight(weight.detach().clone());
+    return copy_state_into(std::make_shared<CrossEntropyLoss>(o));
   }
+
+  Tensor weight;
 
  private:
   CrossEntropyLossOptions options_;

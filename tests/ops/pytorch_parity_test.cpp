@@ -10,6 +10,7 @@
 
 #include "kiln/fft.h"
 #include "kiln/indexing.h"
+#include "kiln/nn/functional.h"
 #include "ops/conformance.h"
 
 namespace kiln::test {
@@ -103,6 +104,164 @@ TEST_P(PytorchParity, PowGradientsAtZero) {
   Tensor c = leaf({0, 3}, {2});
   c.pow(0).sum().backward();
   EXPECT_TRUE(matches(c.grad(), {2}, {0, 0}));
+}
+
+TEST_P(PytorchParity, MaximumAndMinimumSplitTiesAndGiveNaNsToBoth) {
+  // torch.maximum/minimum(a, b).backward(g) with g = [1, 2, 4, 8, 16]: a tie halves the
+  // gradient, the loser gets 0, and where either side is NaN both get all of it.
+  const std::vector<double> av = {1, kNaN, 2, 3, kInf}, bv = {1, 1, kNaN, 4, kInf};
+  Tensor g = make({1, 2, 4, 8, 16}, {5});
+  Tensor a = leaf(av, {5}), b = leaf(bv, {5});
+  (maximum(a, b) * g).sum().backward();
+  EXPECT_TRUE(matches(a.grad(), {5}, {0.5, 2, 4, 0, 8}));
+  EXPECT_TRUE(matches(b.grad(), {5}, {0.5, 2, 4, 8, 8}));
+  Tensor c = leaf(av, {5}), d = leaf(bv, {5});
+  (minimum(c, d) * g).sum().backward();
+  EXPECT_TRUE(matches(c.grad(), {5}, {0.5, 2, 4, 8, 8}));
+  EXPECT_TRUE(matches(d.grad(), {5}, {0.5, 2, 4, 0, 8}));
+  // Broadcast: the one b shares with both a's it ties (reference case maximum/1/0).
+  Tensor e = leaf({2, 2}, {2}), f = leaf({2}, {1});
+  maximum(e, f).sum().backward();
+  EXPECT_TRUE(matches(e.grad(), {2}, {0.5, 0.5}));
+  EXPECT_TRUE(matches(f.grad(), {1}, {1}));
+}
+
+TEST_P(PytorchParity, PointwiseGradientsAtNaNAndInf) {
+  const std::vector<double> xv = {kNaN, -1, 0, 2, kInf, -kInf};
+  Tensor three = make({3, 3, 3, 3, 3, 3}, {6});
+  // relu: threshold_backward zeroes only where y <= 0, so NaN passes: [3, 0, 0, 3, 3, 0].
+  Tensor r = leaf(xv, {6});
+  (r.relu() * three).sum().backward();
+  EXPECT_TRUE(matches(r.grad(), {6}, {3, 0, 0, 3, 3, 0}));
+  // abs: grad * sgn(x), sgn(NaN) = 0: [0, -3, 0, 3, 3, -3].
+  Tensor a = leaf(xv, {6});
+  (a.abs() * three).sum().backward();
+  EXPECT_TRUE(matches(a.grad(), {6}, {0, -3, 0, 3, 3, -3}));
+  // l1_loss([nan, 1, -2], [0, 2, -2], reduction='none'): [0, -1, 0].
+  Tensor l = leaf({kNaN, 1, -2}, {3});
+  nn::functional::l1_loss(l, make({0, 2, -2}, {3}), nn::Reduction::None).sum().backward();
+  EXPECT_TRUE(matches(l.grad(), {3}, {0, -1, 0}));
+  // max(dim) of a 0-d NaN: the gradient passes (-1.75), as for min.
+  Tensor m = leaf({kNaN}, {});
+  (std::get<0>(m.max(0)) * -1.75).backward();
+  EXPECT_TRUE(matches(m.grad(), {}, {-1.75}));
+}
+
+TEST_P(PytorchParity, ProdAndCumprodGradientsWithInfinities) {
+  // With no zero anywhere PyTorch divides: prod([inf, 2]) gives [nan, inf].
+  Tensor a = leaf({kInf, 2}, {2}, float64);
+  a.prod().backward();
+  EXPECT_TRUE(matches(a.grad(), {2}, {kNaN, kInf}));
+  // With a zero anywhere it multiplies the others instead, in every slice:
+  // [[inf, 2], [0, 3]].prod(1) gives [[2, inf], [3, 0]].
+  Tensor b = leaf({kInf, 2, 0, 3}, {2, 2}, float64);
+  b.prod({1}).sum().backward();
+  EXPECT_TRUE(matches(b.grad(), {2, 2}, {2, kInf, 3, 0}));
+  // prod over a dim of one passes the gradient, inf or not: [[0.25, -0.5]].
+  Tensor c = leaf({kInf, -0.0}, {1, 2});
+  (c.prod({0}) * make({0.25, -0.5}, {2})).sum().backward();
+  EXPECT_TRUE(matches(c.grad(), {1, 2}, {0.25, -0.5}));
+  // prod of everything with a zero: [[inf, 2, 0]] gives [[0, nan, inf]].
+  Tensor d = leaf({kInf, 2, 0}, {1, 3});
+  d.prod().backward();
+  EXPECT_TRUE(matches(d.grad(), {1, 3}, {0, kNaN, kInf}));
+  // prod() of everything with two zeros is 0 everywhere, even beside an inf.
+  Tensor f = leaf({0, 2, 0, kInf}, {2, 2}, float64);
+  f.prod().backward();
+  EXPECT_TRUE(matches(f.grad(), {2, 2}, {0, 0, 0, 0}));
+  // cumprod with zeros after an inf: the terms past the first zero are masked, and
+  // y before the zero multiplies the sum from outside, as in PyTorch.
+  Tensor h = leaf({kInf, 3.125, 0}, {3}, float64);
+  (h.cumprod(0) * make({0.25, 0.5, 2}, {3}, float64)).sum().backward();
+  EXPECT_TRUE(matches(h.grad(), {3}, {kNaN, kInf, kInf}));
+  Tensor k = leaf({kInf, 0, 3, 2, kInf}, {5}, float64);
+  (k.cumprod(0) * make({2, 0.5, -1.5, -0.25, -0.5}, {5}, float64)).sum().backward();
+  EXPECT_TRUE(matches(k.grad(), {5}, {kNaN, -kInf, 0, 0, 0}));
+  Tensor m = leaf({2, 0, 3, 0, 5}, {5}, float64);
+  (m.cumprod(0) * make({1, 2, 3, 4, 5}, {5}, float64)).sum().backward();
+  EXPECT_TRUE(matches(m.grad(), {5}, {1, 22, 0, 0, 0}));
+  // cumprod along a dim of one passes the gradient: [[0.5, 2]].
+  Tensor e = leaf({kInf, kNaN}, {1, 2});
+  (e.cumprod(0) * make({0.5, 2}, {1, 2})).sum().backward();
+  EXPECT_TRUE(matches(e.grad(), {1, 2}, {0.5, 2}));
+}
+
+TEST_P(PytorchParity, Atan2GradientWithAnIntegerOrBoolOperand) {
+  // atan2(0.5, [True, False]).backward(ones): 1 / 1.25 + 0 = 0.8.
+  Tensor a = leaf({0.5}, {});
+  atan2(a, make({1, 0}, {2}, kbool)).sum().backward();
+  EXPECT_TRUE(matches(a.grad(), {}, {0.8}, kFloat32Tol));
+  // PyTorch 1.13 negates and squares a uint8 operand in uint8, wrapping around
+  // (-3 is 253, 200² is 64): atan2(uint8 [3, 200], b).backward(ones) gives b.grad
+  // [19.4615, 0.8716], and atan2(b, uint8 [3, 200]) gives [0.2308, 3.1128].
+  Tensor b = leaf({-2, 0.5}, {2});
+  atan2(make({3, 200}, {2}, uint8), b).sum().backward();
+  EXPECT_TRUE(matches(b.grad(), {2}, {19.461538314819336, 0.8715953230857849}, kFloat32Tol));
+  Tensor c = leaf({-2, 0.5}, {2});
+  atan2(c, make({3, 200}, {2}, uint8)).sum().backward();
+  EXPECT_TRUE(matches(c.grad(), {2}, {0.23076924681663513, 3.112840414047241}, kFloat32Tol));
+}
+
+TEST_P(PytorchParity, HalfStdIsComputedInFloat32) {
+  // torch.tensor([-3.25, -624, 224], dtype=float16).std() is 439 (the variance, 192721,
+  // does not fit float16); its gradient is [0.1493, -0.5576, 0.4082].
+  Tensor x = leaf({-3.25, -624, 224}, {3}, float16);
+  Tensor s = x.std();
+  EXPECT_EQ(s.dtype(), float16);
+  EXPECT_TRUE(matches(s, {}, {439}));
+  s.backward();
+  EXPECT_TRUE(matches(x.grad(), {3}, {0.14929199, -0.55761719, 0.40820312}, kFloat16Tol));
+}
+
+TEST_P(PytorchParity, LayerNormGradientWithAnInfiniteWeight) {
+  const std::vector<double> xv = {0, 1, 0.5, -1, -1, 1, -1, -0.5, -1, -1};
+  Tensor g = make({0.5, -1.5, -1.25, -0.5, 2, 0, 2, 1.5, -1.75, 1}, {2, 5});
+  Tensor bias = make({0.5, 1, 0, -0.5, -0.5}, {5});
+  Tensor x = leaf(xv, {2, 5});
+  (nn::functional::layer_norm(x, {5}, make({-3.375, kInf, 3.5, -3.75, 0.5}, {5}), bias) * g)
+      .sum()
+      .backward();
+  EXPECT_TRUE(
+      matches(x.grad(), {2, 5}, {kNaN, kNaN, kInf, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN, kNaN}));
+  // The same with the weight's inf read as 1.5, from F.layer_norm(...).backward(g).
+  Tensor y = leaf(xv, {2, 5});
+  (nn::functional::layer_norm(y, {5}, make({-3.375, 1.5, 3.5, -3.75, 0.5}, {5}), bias) * g)
+      .sum()
+      .backward();
+  EXPECT_TRUE(
+      matches(y.grad(), {2, 5},
+              {-0.4431166648864746, 1.922539472579956, -2.268077850341797, 0.9411978721618652,
+               -0.1525435447692871, -0.7060611248016357, -1.163212537765503, 2.824026107788086,
+               3.435917377471924, -4.390671730041504},
+              kFloat32Tol));
+}
+
+TEST_P(PytorchParity, EvalBatchNormWithStridedStatisticsAndWeight) {
+  // Reference cases batch_norm/1/33 and batch_norm/3/12. The expected values are
+  // PyTorch 1.13's for the same tensors made contiguous: with the strided ones, its CPU
+  // backward misreads them (x.grad [-1.34, -2.0, -0.89, 1.75] and weight.grad
+  // [-2.60, -6.14] here, and a weight gradient of 1.5e91 in the second case, read from
+  // memory it never wrote), which Kiln does not copy.
+  Tensor x = leaf({-0.4375, 3.5625, -2.25, 0.5625}, {2, 2}, float64);
+  Tensor mean_base = make({1.5625, 1.8125, -3.3125, -1.0, -0.0625}, {5}, float64);
+  Tensor weight_base = leaf({1, -1, 1, -1, -0.5}, {5}, float64);
+  Tensor y = nn::functional::batch_norm(
+      x, mean_base.slice(0, 1, 5, 3), make({1.25, 1}, {2}, float64), weight_base.slice(0, 1, 5, 3),
+      make({-0.6875, -3.1875}, {2}, float64), false);
+  (y * make({1.5, -2, 1, 1.75}, {2, 2}, float64)).sum().backward();
+  EXPECT_TRUE(
+      matches(x.grad(), {2, 2},
+              {-1.3416354199689269, 0.9999950000374997, -0.894423613312618, -0.8749956250328123},
+              kFloat64Tol));
+  EXPECT_TRUE(matches(weight_base.grad(), {5}, {0, -6.652275624012597, 0, 0, -6.1562192189808576},
+                      kFloat64Tol));
+  Tensor w = leaf({-2.4375, 3}, {2}, float64);
+  Tensor z = nn::functional::batch_norm(
+      make({-0.5625, -2.6875, 1.5625, 2.5, 3.875, -3.4375}, {3, 2}, float64),
+      make({-2.3125, 1.1875, 1.875}, {3}, float64).slice(0, 0, 3, 2),
+      make({0.75, 0.5}, {2}, float64), w, make({-4, 0.375}, {2}, float64), false);
+  (z * make({-1.5, 1, -0.5, 1.75, 1.5, 0}, {3, 2}, float64)).sum().backward();
+  EXPECT_TRUE(matches(w.grad(), {2}, {5.448706840885902, -4.90550423968455}, kFloat64Tol));
 }
 
 // -- dtypes and values ------------------------------------------------------------------
@@ -201,6 +360,67 @@ TEST_P(PytorchParity, ClampPromotesForFractionalBoundsAndPropagatesANaNBound) {
   z.sum().backward();
   EXPECT_TRUE(matches(x.grad(), {3}, {0, 0, 0}));
   EXPECT_TRUE(matches(clamp(make({-1, 2}, {2}), std::nullopt, kNaN), {2}, {kNaN, kNaN}));
+}
+
+TEST_P(PytorchParity, IntegerScalarsKeepTheirValueInTrueDivision) {
+  // uint8 / -3: the scalar is -3 (not 253 wrapped into uint8) in float32.
+  EXPECT_TRUE(matches(make({6, 9}, {2}, uint8) / -3, {2}, {-2, -3}));
+  EXPECT_EQ((make({6, 9}, {2}, uint8) / -3).dtype(), float32);
+}
+
+TEST_P(PytorchParity, NumbersWrittenByClampAndWhereMustFit) {
+  EXPECT_KILN_ERROR(clamp(make({1, 2}, {2}), 1e300, std::nullopt), "clamp", "overflow");
+  EXPECT_KILN_ERROR(clamp(make({1, 2}, {2}), -1e300, kInf), "clamp", "overflow");
+  EXPECT_KILN_ERROR(clamp(make({1, 2}, {2}, int32), 0.0, 1e10), "clamp", "overflow");
+  Tensor cond = make({1, 0}, {2}, kbool);
+  EXPECT_KILN_ERROR(where(cond, make({1, 1}, {2}, float16), 1e10), "where", "overflow");
+  EXPECT_KILN_ERROR(where(cond, 70000.0, make({1, 1}, {2}, float16)), "where", "overflow");
+  EXPECT_TRUE(matches(where(cond, make({1, 1}, {2}, float16), 2), {2}, {1, 2}));
+}
+
+TEST_P(PytorchParity, BoolArithmeticIsLogical) {
+  Tensor b = make({1, 0}, {2}, kbool), c = make({1, 1}, {2}, kbool);
+  EXPECT_EQ((b + c).dtype(), kbool);
+  EXPECT_EQ((b + c).to_vector<bool>(), (std::vector<bool>{true, true}));
+  EXPECT_EQ((b * c).to_vector<bool>(), (std::vector<bool>{true, false}));
+  EXPECT_EQ(maximum(b, c).to_vector<bool>(), (std::vector<bool>{true, true}));
+  EXPECT_EQ(minimum(b, c).to_vector<bool>(), (std::vector<bool>{true, false}));
+  EXPECT_KILN_ERROR(b - c, "sub", "bool");
+  EXPECT_KILN_ERROR(b - make({1, 1}, {2}, int64), "sub", "bool");
+  EXPECT_TRUE(b.amax().item<bool>());
+  EXPECT_FALSE(b.amin().item<bool>());
+  EXPECT_EQ(b.max().dtype(), kbool);
+  auto [v, i] = b.max(0);
+  EXPECT_TRUE(v.item<bool>());
+  EXPECT_EQ(i.item<int64_t>(), 0);
+}
+
+TEST_P(PytorchParity, Uint8TakesTheSignOps) {
+  Tensor u = make({0, 5, 255}, {3}, uint8);
+  EXPECT_EQ(u.abs().to_vector<uint8_t>(), (std::vector<uint8_t>{0, 5, 255}));
+  EXPECT_EQ(u.neg().to_vector<uint8_t>(), (std::vector<uint8_t>{0, 251, 1}));
+  EXPECT_EQ(u.relu().to_vector<uint8_t>(), (std::vector<uint8_t>{0, 5, 255}));
+  EXPECT_EQ(u.sign().to_vector<uint8_t>(), (std::vector<uint8_t>{0, 1, 1}));
+  EXPECT_EQ(u.clamp(3.0, 100.0).to_vector<uint8_t>(), (std::vector<uint8_t>{3, 5, 100}));
+  EXPECT_EQ(u.sign().dtype(), uint8);
+  // any/all of uint8 are uint8 in PyTorch.
+  EXPECT_EQ(make({0, 2}, {2}, uint8).any().dtype(), uint8);
+  EXPECT_EQ(make({0, 2}, {1, 2}, uint8).all({1}).to_vector<uint8_t>(), (std::vector<uint8_t>{0}));
+}
+
+TEST_P(PytorchParity, VarianceWithTooLargeACorrectionIsInfOrNaN) {
+  EXPECT_TRUE(matches(make({1, 2}, {2}).var({0}, 2), {}, {kInf}));
+  EXPECT_TRUE(matches(make({1, 1}, {2}).var({0}, 2), {}, {kNaN}));
+  EXPECT_TRUE(matches(make({1}, {1}).var(), {}, {kNaN}));
+  EXPECT_TRUE(matches(make({1, 3}, {2}).std({0}, 3), {}, {kInf}));
+}
+
+TEST_P(PytorchParity, SmallerCornersOfTheApi) {
+  EXPECT_TRUE(matches(norm(make({3, -4}, {2}), -kInf), {}, {3}));
+  Tensor s = index_select(make({5}, {}), 0, make({0}, {1}, int64));
+  EXPECT_TRUE(matches(s, {}, {5}));
+  EXPECT_KILN_ERROR(nn::functional::pad(make({1, 2}, {1, 1, 2}), {3, 0}, "circular"), "circular",
+                    "more than once");
 }
 
 // -- indexing ---------------------------------------------------------------------------

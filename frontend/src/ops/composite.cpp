@@ -18,6 +18,7 @@
 namespace kiln {
 
 namespace ag = detail::autograd_impl;
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 using Grads = std::vector<Tensor>;
 using Saved = std::vector<Tensor>;
 
@@ -59,6 +60,10 @@ Tensor isfinite(const Tensor& x) {
 // -- reductions -------------------------------------------------------------------------
 
 Tensor std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {
+  // A half-precision variance overflows long before its square root does (std 439 is a
+  // variance of 192721): compute in float32 and round once, as PyTorch does.
+  const bool half = x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16;
+  if (half) return std(x.to(DType::Float32), dims, correction, keepdim).to(x.dtype());
   Tensor v = var(x, dims, correction, keepdim);
   Tensor s;
   {
@@ -77,10 +82,12 @@ Tensor std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) 
 Tensor norm(const Tensor& x, double p, IntArrayRef dims, bool keepdim) {
   detail::impl_of(x, "norm");
   KILN_CHECK(is_floating(x.dtype()), "norm: expects a floating-point tensor, got ", x.dtype());
-  KILN_CHECK(!std::isnan(p) && p >= 0, "norm: p must be >= 0 or infinity, got ", p);
+  KILN_CHECK(!std::isnan(p) && (p >= 0 || p == -kInfinity),
+             "norm: p must be >= 0, infinity or -infinity, got ", p);
   if (x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16)  // |x|^p overflows them
     return norm(x.to(DType::Float32), p, dims, keepdim).to(x.dtype());
-  if (std::isinf(p)) return amax(abs(x), dims, keepdim);
+  if (p == kInfinity) return amax(abs(x), dims, keepdim);
+  if (p == -kInfinity) return amin(abs(x), dims, keepdim);
   if (p == 0) return sum((x != 0).to(x.dtype()), dims, keepdim);
   if (p == 1) return sum(abs(x), dims, keepdim);
   Tensor n;
@@ -112,14 +119,17 @@ Tensor norm(const Tensor& x, double p, IntArrayRef dims, bool keepdim) {
   return n;
 }
 
+// any/all of a uint8 tensor are uint8, as PyTorch's (its older convention); bool else.
 Tensor any(const Tensor& x, IntArrayRef dims, bool keepdim) {
   detail::impl_of(x, "any");
-  return sum((x != 0).to(DType::Int64), dims, keepdim) > 0;
+  Tensor r = sum((x != 0).to(DType::Int64), dims, keepdim) > 0;
+  return x.dtype() == DType::UInt8 ? r.to(DType::UInt8) : r;
 }
 
 Tensor all(const Tensor& x, IntArrayRef dims, bool keepdim) {
   detail::impl_of(x, "all");
-  return sum((x == 0).to(DType::Int64), dims, keepdim) == 0;
+  Tensor r = sum((x == 0).to(DType::Int64), dims, keepdim) == 0;
+  return x.dtype() == DType::UInt8 ? r.to(DType::UInt8) : r;
 }
 
 // -- rearranging ------------------------------------------------------------------------

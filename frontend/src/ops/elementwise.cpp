@@ -29,6 +29,49 @@ Tensor with_scalar(Tensor (*op)(const Tensor&, const Tensor&), const char* name,
 
 }  // namespace
 
+namespace {
+
+// Whether `value` can be written into a `dtype` tensor without overflow, by PyTorch's
+// rule (c10's checked conversion): a negative integer may wrap into uint8 (so -1 is
+// 255), a floating value must lie within the dtype's range (255.9 does not fit uint8;
+// NaN and ±inf fit no integer dtype), and anything fits bool.
+bool fits(Scalar value, DType dtype) {
+  if (dtype == DType::Bool || is_complex(dtype)) return true;
+  const double d = value.to_double();
+  if (is_floating(dtype)) {
+    if (!std::isfinite(d)) return true;
+    const double max = dtype == DType::Float16    ? 65504.0
+                       : dtype == DType::BFloat16 ? 3.3895313892515355e38
+                       : dtype == DType::Float32  ? std::numeric_limits<float>::max()
+                                                  : std::numeric_limits<double>::max();
+    return std::abs(d) <= max;
+  }
+  const double lo = dtype == DType::UInt8 ? 0.0 : dtype == DType::Int32 ? -2147483648.0 : -0x1p63;
+  const double hi = dtype == DType::UInt8 ? 255.0 : dtype == DType::Int32 ? 2147483647.0 : 0x1p63;
+  if (value.kind() == Scalar::Kind::Floating)
+    return d >= lo && (dtype == DType::Int64 ? d < hi : d <= hi);  // false for NaN
+  const int64_t i = value.to_int();
+  if (dtype == DType::UInt8) return i <= 255 && i >= -255;
+  if (dtype == DType::Int32) return i >= INT32_MIN && i <= INT32_MAX;
+  return true;
+}
+
+std::string describe(Scalar value) {
+  return value.kind() == Scalar::Kind::Floating ? std::to_string(value.to_double())
+                                                : std::to_string(value.to_int());
+}
+
+// The value an integer `dtype` element holds for `value`: truncated toward zero, then
+// wrapped modulo the dtype's width (C++20 defines narrowing conversions that way).
+int64_t wrapped(Scalar value, DType dtype) {
+  const int64_t i = value.to_int();
+  if (dtype == DType::UInt8) return static_cast<uint8_t>(i);
+  if (dtype == DType::Int32) return static_cast<int32_t>(i);
+  return i;
+}
+
+}  // namespace
+
 // -- unary with attributes (the plain pointwise ops are generated from api/ops.json) --
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
@@ -73,6 +116,11 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
   const auto& impl = detail::impl_of(x, "clamp");
   if (is_integral(impl.dtype) && needs_float({.min = min.value_or(0), .max = max.value_or(0)}))
     return clamp(x.to(DType::Float32), min, max);
+  for (std::optional<double> bound : {min, max})  // PyTorch's checked conversion
+    KILN_CHECK(!bound || fits(*bound, impl.dtype), "clamp: the bound ", *bound,
+               " cannot be converted to ", impl.dtype, " without overflow");
+  if (impl.dtype == DType::UInt8)  // no uint8 kernel: clamped in int32, exact
+    return clamp(x.to(DType::Int32), min, max).to(DType::UInt8);
   Tensor y;
   if (std::isnan(lo) || std::isnan(hi)) {
     // A NaN bound makes every element NaN (PyTorch); the kernel's max/min would
@@ -128,11 +176,22 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   return out;
 }
 
+namespace {
+// where's number operand is a value written into the result: it must fit (PyTorch).
+void check_where_value(const Tensor& other, Scalar value) {
+  const DType dtype = value.result_type(detail::impl_of(other, "where").dtype);
+  KILN_CHECK(fits(value, dtype), "where: the value ", describe(value), " cannot be converted to ",
+             dtype, " without overflow");
+}
+}  // namespace
+
 Tensor where(const Tensor& condition, const Tensor& a, Scalar b) {
+  check_where_value(a, b);
   return where(condition, a, detail::scalar_operand(a, b, "where"));
 }
 
 Tensor where(const Tensor& condition, Scalar a, const Tensor& b) {
+  check_where_value(b, a);
   return where(condition, detail::scalar_operand(b, a, "where"), b);
 }
 
@@ -197,51 +256,11 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
   return copy_(kiln::masked_fill(*this, mask, value));
 }
 
-namespace {
-
-// Whether `value` can be written into a `dtype` tensor without overflow, by PyTorch's
-// rule (c10's checked conversion): a negative integer may wrap into uint8 (so -1 is
-// 255), a floating value must lie within the dtype's range (255.9 does not fit uint8;
-// NaN and ±inf fit no integer dtype), and anything fits bool.
-bool fits(Scalar value, DType dtype) {
-  if (dtype == DType::Bool || is_complex(dtype)) return true;
-  const double d = value.to_double();
-  if (is_floating(dtype)) {
-    if (!std::isfinite(d)) return true;
-    const double max = dtype == DType::Float16    ? 65504.0
-                       : dtype == DType::BFloat16 ? 3.3895313892515355e38
-                       : dtype == DType::Float32  ? std::numeric_limits<float>::max()
-                                                  : std::numeric_limits<double>::max();
-    return std::abs(d) <= max;
-  }
-  const double lo = dtype == DType::UInt8 ? 0.0 : dtype == DType::Int32 ? -2147483648.0 : -0x1p63;
-  const double hi = dtype == DType::UInt8 ? 255.0 : dtype == DType::Int32 ? 2147483647.0 : 0x1p63;
-  if (value.kind() == Scalar::Kind::Floating)
-    return d >= lo && (dtype == DType::Int64 ? d < hi : d <= hi);  // false for NaN
-  const int64_t i = value.to_int();
-  if (dtype == DType::UInt8) return i <= 255 && i >= -255;
-  if (dtype == DType::Int32) return i >= INT32_MIN && i <= INT32_MAX;
-  return true;
-}
-
-// The value an integer `dtype` element holds for `value`: truncated toward zero, then
-// wrapped modulo the dtype's width (C++20 defines narrowing conversions that way).
-int64_t wrapped(Scalar value, DType dtype) {
-  const int64_t i = value.to_int();
-  if (dtype == DType::UInt8) return static_cast<uint8_t>(i);
-  if (dtype == DType::Int32) return static_cast<int32_t>(i);
-  return i;
-}
-
-}  // namespace
-
 namespace detail {
 
 void fill_with(Tensor& t, Scalar value, const char* name, bool check) {
   const auto& impl = impl_of(t, name);
-  KILN_CHECK(!check || fits(value, impl.dtype), name, ": the value ",
-             value.kind() == Scalar::Kind::Floating ? std::to_string(value.to_double())
-                                                    : std::to_string(value.to_int()),
+  KILN_CHECK(!check || fits(value, impl.dtype), name, ": the value ", describe(value),
              " cannot be converted to ", impl.dtype, " without overflow");
   double v = value.to_double();
   if (is_integral(impl.dtype)) {

@@ -94,7 +94,12 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   KILN_CHECK(index.dim() <= 1, "index_select: the index must be 1-D, got shape ", index.shape());
   KILN_CHECK(index.dtype() == DType::Int64 || index.dtype() == DType::Int32,
              "index_select: the index must be int64 or int32, got ", index.dtype());
-  KILN_CHECK(x.dim() > 0, "index_select: cannot index a 0-d tensor");
+  if (x.dim() == 0) {  // as PyTorch: a 0-d tensor is one element along dim 0 (or -1)
+    detail::wrap_dim(dim, 1, "index_select");
+    KILN_CHECK(index.numel() == 1, "index_select: a 0-d tensor takes one index, got ",
+               index.numel());
+    return index_select(x.reshape({1}), 0, index.reshape({1})).reshape({});
+  }
   int64_t d = detail::wrap_dim(dim, x.dim(), "index_select");
   Tensor idx = detail::cast(index, DType::Int64).reshape({-1});
   KILN_CHECK(x.size(d) > 0 || idx.numel() == 0, "index_select: dimension ", d, " of shape ",

@@ -4,7 +4,10 @@
 
 #include "ops/pointwise.h"
 
+#include <string_view>
+
 #include "autograd/record.h"
+#include "kiln/ops.h"
 #include "ops/common.h"
 #include "ops/complex.h"
 
@@ -36,6 +39,13 @@ bool can_store(DType result, DType into) {
   return category(result) <= category(into);
 }
 
+// PyTorch refuses subtraction with any bool operand (a bool scalar included).
+void check_sub_operands(OpId op, const char* name, DType a, DType b) {
+  KILN_CHECK(op != OpId::sub || (a != DType::Bool && b != DType::Bool), name,
+             ": subtraction with a bool operand is not supported (use logical_xor, or "
+             "convert with .to(kiln::int64))");
+}
+
 void check_not_bool(const char* op, DType dtype) {
   KILN_CHECK(dtype != DType::Bool, op,
              ": not supported for bool tensors (convert with "
@@ -48,6 +58,16 @@ Tensor pointwise_unary(OpId op, const char* name, const Tensor& x, Promote promo
                        std::span<const kiln_attr> attrs) {
   const auto& impl = impl_of(x, name);
   check_not_complex(name, impl.dtype, impl.dtype);
+  if (impl.dtype == DType::UInt8) [[unlikely]] {
+    // The catalogue's sign-taking ops have no uint8 kernels; PyTorch's answers for an
+    // unsigned tensor: abs and relu are the identity, sign is 0 or 1, neg wraps.
+    if (op == OpId::abs || op == OpId::relu) return x.clone();
+    if (op == OpId::sign) return (x != int64_t{0}).to(DType::UInt8);
+    if (op == OpId::neg) return zeros_like(x) - x;
+  }
+  if (impl.dtype == DType::Bool && op == OpId::sign) [[unlikely]] {
+    return x.clone();  // PyTorch: the sign of a bool is itself
+  }
   DType dtype = compute_dtype(promote, impl.dtype);
   if (promote == Promote::Arith) check_not_bool(name, dtype);
   Tensor in = cast(x, dtype);
@@ -60,7 +80,13 @@ Tensor pointwise_binary(OpId op, const char* name, const Tensor& a, const Tensor
                         Promote promote) {
   check_same_device(name, {&a, &b});
   check_not_complex(name, a.dtype(), b.dtype());
+  check_sub_operands(op, name, a.dtype(), b.dtype());
   DType dtype = compute_dtype(promote, result_type(a, b));
+  if (dtype == DType::Bool && promote == Promote::Arith) {
+    // PyTorch's bool arithmetic: + and maximum are a logical or, * and minimum an and.
+    if (op == OpId::add || op == OpId::maximum) return logical_or(a, b);
+    if (op == OpId::mul || op == OpId::minimum) return logical_and(a, b);
+  }
   if (promote == Promote::Arith) check_not_bool(name, dtype);
   Tensor ca = cast(a, dtype), cb = cast(b, dtype);
   DType out_dtype = result_dtype(promote, dtype);
@@ -83,6 +109,7 @@ Tensor& pointwise_inplace(OpId op, const char* name, Tensor& self, const Tensor&
   if (any_complex({&self, &other})) [[unlikely]]
     return complex_pointwise_inplace(op, name, self, other);
   autograd_impl::check_inplace(self, name, &other);
+  check_sub_operands(op, name, self.dtype(), other.dtype());
   const auto& impl = *self.impl();
   DType dtype = impl.dtype;
   DType promoted = compute_dtype(promote, result_type(self, other));
@@ -130,7 +157,16 @@ Tensor& pointwise_unary_inplace(OpId op, const char* name, Tensor& self, Promote
 
 Tensor scalar_operand(const Tensor& like, Scalar s, const char* name) {
   const auto& impl = impl_of(like, name);
-  return scalar_on(like, s, s.result_type(impl.dtype));
+  DType dtype = s.result_type(impl.dtype);
+  // An integer operand of a dimensioned integer tensor stays an exact int64 0-d tensor:
+  // result_type still gives the tensor's dtype, and the op converts the operand (by
+  // wrapping) into the dtype it computes in, which for true division is float32
+  // (uint8 / -3 is -1.67, not 1 / 253).
+  if (s.kind() == Scalar::Kind::Integral && is_integral(dtype) && impl.dim() > 0)
+    dtype = DType::Int64;
+  if (s.kind() == Scalar::Kind::Bool && std::string_view(name).starts_with("sub"))
+    check_sub_operands(OpId::sub, name, DType::Bool, impl.dtype);
+  return scalar_on(like, s, dtype);
 }
 
 }  // namespace kiln::detail

@@ -1,6 +1,8 @@
 // Reductions. The kernels see the catalogue's same-rank form (reduced dims of size
 // 1 in the output); keepdim=false is a view that drops them afterwards.
 
+#include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "amp/autocast.h"
@@ -67,8 +69,34 @@ std::vector<int64_t> reduced_dims(IntArrayRef keep) {
   return dims;
 }
 
+// For each element, the product of the other elements of its slice over `dims` (sorted),
+// from cumulative products taken from both ends: PyTorch's prod_safe_zeros_backward,
+// with the reduced dims moved last and flattened into one.
+Tensor product_of_others(const Tensor& x, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> order, moved_shape, kept_shape;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) order.push_back(d);
+  for (int64_t d : dims) order.push_back(d);
+  int64_t line = 1;
+  for (int64_t d : order) moved_shape.push_back(x.size(d));
+  for (int64_t d : dims) line *= x.size(d);
+  kept_shape.assign(moved_shape.begin(), moved_shape.end() - static_cast<int64_t>(dims.size()));
+  kept_shape.push_back(line);
+  const int64_t last = static_cast<int64_t>(kept_shape.size()) - 1;
+  Tensor lines = x.permute(order).reshape(kept_shape);
+  auto one_shape = kept_shape;
+  one_shape.back() = 1;
+  Tensor one = ones(one_shape, TensorOptions(x.dtype()).device(x.device()));
+  Tensor before = cumprod(cat({one, lines.narrow(last, 0, line - 1)}, last), last);
+  Tensor after =
+      flip(cumprod(cat({one, flip(lines.narrow(last, 1, line - 1), {last})}, last), last), {last});
+  std::vector<int64_t> inverse(order.size());
+  for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = int64_t(i);
+  return (before * after).reshape(moved_shape).permute(inverse);
+}
+
 void record_reduction(OpId op, Tensor& result, const Tensor& x, const Tensor& keep_out,
-                      IntArrayRef keep_shape, int64_t correction) {
+                      IntArrayRef keep_shape, int64_t correction, bool every_dim) {
   auto xs = x.shape().vec();
   auto ks = keep_shape.vec();
   auto dims = reduced_dims(ks);
@@ -106,16 +134,18 @@ void record_reduction(OpId op, Tensor& result, const Tensor& x, const Tensor& ke
                  });
       break;
     case OpId::prod:
-      // d/dx_i prod = prod of the others; with one zero in a slice only the zero
-      // gets a gradient, with two or more nobody does.
+      // d/dx_i prod = prod of the others. As PyTorch 1.13: result / x when x holds no
+      // zero at all, else every slice's products of the others, without dividing (0 for
+      // prod() of every dim, no dims given, with two or more zeros).
       ag::record("ProdBackward", result, {&x}, {x, keep_out},
-                 [spread, dims](const Saved& s, const Tensor& g) -> Grads {
+                 [spread, dims, every_dim](const Saved& s, const Tensor& g) -> Grads {
                    const Tensor& x = s[0];
-                   Tensor zero = x == 0;
-                   Tensor zeros_in_slice = zero.sum(dims, true);
-                   Tensor others = where(zero, 1.0, x).prod(dims, true);
-                   Tensor at_zero = where(zeros_in_slice == 1, others, 0.0);
-                   return {spread(g) * where(zero, at_zero, s[1] / x)};
+                   if (x.dim() == 0 || x.numel() == 0) return {spread(g)};
+                   const auto zeros = (x == 0).sum().item<int64_t>();
+                   if (zeros == 0) return {spread(g) * (s[1] / x)};
+                   // PyTorch's prod() of everything answers 0 outright for two zeros.
+                   if (zeros > 1 && every_dim) return {zeros_like(x)};
+                   return {spread(g) * product_of_others(x, dims)};
                  });
       break;
     default:
@@ -143,8 +173,11 @@ Tensor reduce(OpId op, const char* name, const Tensor& x, IntArrayRef dims, bool
   if (accum == Accum::Floating)
     KILN_CHECK(is_floating(dtype), name, ": expected a floating-point tensor, got ", dtype,
                " (convert with .to(kiln::float32))");
-  if (accum == Accum::Same)
-    KILN_CHECK(dtype != DType::Bool, name, ": not supported for bool tensors");
+  if (accum == Accum::Same && dtype == DType::Bool) {
+    // No bool kernels: the max of bools is an any, the min an all (PyTorch's answers).
+    KILN_CHECK(op == OpId::amax || op == OpId::amin, name, ": not supported for bool tensors");
+    return reduce(op, name, x.to(DType::UInt8), dims, keepdim, accum) != int64_t{0};
+  }
   Reduced r = reduced_shapes(impl, dims, keepdim, name);
   if (accum == Accum::Same)
     KILN_CHECK(!r.empty_reduction, name, ": cannot reduce over a dimension of size 0 in shape ",
@@ -157,7 +190,8 @@ Tensor reduce(OpId op, const char* name, const Tensor& x, IntArrayRef dims, bool
   else
     detail::dispatch(op, {in.impl().get()}, {out.impl().get()});
   Tensor result = keepdim ? out : out.view(r.out_shape);
-  if (ag::needs_grad({&x})) record_reduction(op, result, x, out, r.keep_shape, correction);
+  if (ag::needs_grad({&x}))
+    record_reduction(op, result, x, out, r.keep_shape, correction, dims.empty());
   return result;
 }
 
@@ -213,10 +247,13 @@ Tensor extreme_of_all(OpId op, const Tensor& x) {
 std::tuple<Tensor, Tensor> extreme_along(OpId op, const Tensor& x, int64_t dim, bool keepdim) {
   const char* name = op == OpId::amax ? "max" : "min";
   const auto& impl = detail::impl_of(x, name);
-  if (impl.dim() == 0)  // one element: nothing to choose between
-    return {reduce(op, name, x, {dim}, keepdim, Accum::Same),
+  if (impl.dtype == DType::Bool) {  // through uint8: there are no bool kernels
+    auto [values, index] = extreme_along(op, x.to(DType::UInt8), dim, keepdim);
+    return {values.to(DType::Bool), index};
+  }
+  if (impl.dim() == 0)  // one element: nothing to choose between, even a NaN takes the gradient
+    return {x.clone(),  // arg_reduce checks dim
             arg_reduce(op == OpId::amax ? OpId::argmax : OpId::argmin, name, x, dim, keepdim)};
-  KILN_CHECK(impl.dtype != DType::Bool, name, ": not supported for bool tensors");
   Tensor index =
       arg_reduce(op == OpId::amax ? OpId::argmax : OpId::argmin, name, x, dim, /*keepdim=*/true);
   int64_t d = detail::wrap_dim(dim, impl.dim(), name);
@@ -244,6 +281,25 @@ Tensor amin(const Tensor& x, IntArrayRef dims, bool keepdim) {
 }
 Tensor var(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) {
   KILN_CHECK(correction >= 0, "var: correction must be non-negative, got ", correction);
+  if (correction > 0) {
+    const auto& impl = detail::impl_of(x, "var");
+    int64_t count = 1;
+    if (dims.empty() || impl.dim() == 0)
+      count = impl.numel;
+    else
+      for (int64_t d : dims) count *= impl.shape[detail::wrap_dim(d, impl.dim(), "var")];
+    if (count > 0 && count <= correction) {
+      // PyTorch divides the sum of squares by max(0, N - correction): inf, or NaN for
+      // a zero sum. Its gradient keeps 2 / (N - correction) (VarBackward, recorded by
+      // reduce()), so only the values are replaced, in place and unrecorded.
+      Tensor result = reduce(OpId::var, "var", x, dims, keepdim, Accum::Floating, correction);
+      NoGradGuard no_grad;
+      Tensor value = reduce(OpId::var, "var", x, dims, keepdim, Accum::Floating, 0) *
+                     std::numeric_limits<double>::infinity();
+      detail::dispatch(OpId::copy, {value.impl().get()}, {result.impl().get()});
+      return result;
+    }
+  }
   return reduce(OpId::var, "var", x, dims, keepdim, Accum::Floating, correction);
 }
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {

@@ -67,16 +67,23 @@ Tensor scan(const Tensor& x, int64_t d) {
 Tensor reverse_cumsum(const Tensor& t, int64_t d) { return flip(cumsum(flip(t, {d}), d), {d}); }
 
 // d/dx_i of Σ_j g_j·y_j with y = cumprod(x): Σ_{j≥i} g_j·Π_{k≤j, k≠i} x_k, without dividing
-// by zero. With z the first zero of a line: for i < z it is (Σ_{j≥i} g_j·y_j) / x_i (y_j is
-// 0 from z on); for i = z it is Σ_{j≥z} g_j·y'_j, y' the cumprod with x_z read as 1; past z
+// by zero. With z the first zero of a line and z2 the second: for i < z it is
+// (Σ_{i≤j<z} g_j·y_j) / x_i; for i = z it is y_{z-1}·Σ_{z≤j<z2} g_j·Π_{z<k≤j} x_k; past z
 // every product holds x_z, so 0. PyTorch's formula, made of catalogue ops.
 Tensor cumprod_backward(const Tensor& x, const Tensor& y, const Tensor& g, int64_t d) {
   Tensor zeros_so_far = cumsum(x == 0.0, d);
   Tensor before = zeros_so_far == int64_t{0};                             // i < z
   Tensor first_zero = logical_and(x == 0.0, zeros_so_far == int64_t{1});  // i = z
-  Tensor below = where(before, reverse_cumsum(g * y, d) / where(before, x, 1.0), 0.0);
-  Tensor y_skip = cumprod(where(first_zero, 1.0, x), d);
-  Tensor at = reverse_cumsum(where(before, 0.0, g * y_skip), d);
+  // Terms past each range are masked out, not left to vanish as products holding a zero:
+  // an inf or NaN before the zero would make them NaN (PyTorch masks them too).
+  Tensor below =
+      where(before, reverse_cumsum(where(before, g * y, 0.0), d) / where(before, x, 1.0), 0.0);
+  // At z, y_{z-1} multiplies the sum from outside, as in PyTorch, so that an infinite
+  // y_{z-1} meets the sum once instead of every term.
+  Tensor range = zeros_so_far == int64_t{1};            // z <= j < z2
+  Tensor y_before = cumprod(where(before, x, 1.0), d);  // y_{z-1} at z
+  Tensor y_after = cumprod(where(logical_and(range, logical_not(first_zero)), x, 1.0), d);
+  Tensor at = reverse_cumsum(where(range, g * y_after, 0.0), d) * y_before;
   return where(first_zero, at, below);
 }
 
@@ -101,11 +108,14 @@ Tensor cumprod(const Tensor& x, int64_t dim) {
   const int64_t d = detail::wrap_dim(dim, std::max<int64_t>(x.dim(), 1), "cumprod");
   Tensor out = scan<detail::attrs::cumprod>(x, d);
   if (ag::needs_grad({&x}))
-    ag::record("CumprodBackward", out, {&x}, {x, out},
-               [d, zero_d = x.dim() == 0](const Saved& s, const Tensor& g) -> Grads {
-                 if (zero_d) return {g};
-                 return {cumprod_backward(s[0], s[1], g, d)};
-               });
+    ag::record(
+        "CumprodBackward", out, {&x}, {x, out},
+        [d, single = x.dim() == 0 || x.size(d) == 1](const Saved& s, const Tensor& g) -> Grads {
+          // y = x along a line of one: the gradient passes even at inf or NaN, where
+          // the general formula's y / x would not (PyTorch's rule).
+          if (single) return {g};
+          return {cumprod_backward(s[0], s[1], g, d)};
+        });
   return out;
 }
 

@@ -287,18 +287,20 @@ void layer_norm_backward_impl(const OpArgs& args) {
       T* dx = grad_x.ptr<T>() + r * l.d;
       const double mu = static_cast<double>(mean.ptr<const T>()[r]);
       const double inv = static_cast<double>(invstd.ptr<const T>()[r]);
-      double sum_dxhat = 0, sum_dxhat_xhat = 0;
+      // PyTorch's arrangement, dx = inv·dy·w + b·x + c, so that an infinite weight or
+      // input gives the same inf and NaN pattern as PyTorch 1.13 (in double here).
+      double sum_dyw = 0, sum_dywx = 0;
       for (int64_t i = 0; i < l.d; ++i) {
-        const double dxhat = static_cast<double>(g[i]) * static_cast<double>(w[i]);
-        sum_dxhat += dxhat;
-        sum_dxhat_xhat += dxhat * (static_cast<double>(p[i]) - mu) * inv;
+        const double dyw = static_cast<double>(g[i]) * static_cast<double>(w[i]);
+        sum_dyw += dyw;
+        sum_dywx += dyw * static_cast<double>(p[i]);
       }
-      const double a = sum_dxhat / static_cast<double>(l.d);
-      const double b = sum_dxhat_xhat / static_cast<double>(l.d);
+      const double scale = 1.0 / static_cast<double>(l.d);
+      const double b = (sum_dyw * mu - sum_dywx) * inv * inv * inv * scale;
+      const double c = -b * mu - sum_dyw * inv * scale;
       for (int64_t i = 0; i < l.d; ++i) {
-        const double xhat = (static_cast<double>(p[i]) - mu) * inv;
-        const double dxhat = static_cast<double>(g[i]) * static_cast<double>(w[i]);
-        dx[i] = static_cast<T>(inv * (dxhat - a - xhat * b));
+        const double dyw = static_cast<double>(g[i]) * static_cast<double>(w[i]);
+        dx[i] = static_cast<T>(inv * dyw + b * static_cast<double>(p[i]) + c);
       }
     });
     // grad_weight / grad_bias: column blocks, rows summed in order by one thread.

@@ -309,12 +309,13 @@ struct LogicalNot {
 
 // -- gradients (kiln.relu_backward, kiln.gelu_backward): f(grad_y, second) ----------------
 
-/// grad_x = y > 0 ? grad_y : 0. A select, not grad_y * (y > 0): a NaN or infinite
-/// grad_y where the unit is off must still give 0, and a NaN y compares false.
+/// grad_x = y <= 0 ? 0 : grad_y. A select, not grad_y * (y > 0): a NaN or infinite
+/// grad_y where the unit is off must still give 0. A NaN y passes grad_y through, as
+/// PyTorch 1.13's threshold_backward does (it zeroes only where y <= 0).
 struct ReluGrad {
   template <class T>
   KILN_HOST_DEVICE T operator()(T grad, T y) const {
-    return y > T(0) ? grad : T(0);
+    return y <= T(0) ? T(0) : grad;
   }
 };
 /// d/dx gelu(x), times grad_y:

@@ -1,0 +1,338 @@
+// The Kiln calls behind each op of make_golden.py's table. Each entry mirrors the
+// PyTorch reference of the same name there: same argument order, same defaults.
+#include "reference/reference_ops.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+
+namespace kiln::test::reference {
+namespace {
+
+namespace F = kiln::nn::functional;
+using json = nlohmann::json;
+using Inputs = std::vector<Tensor>;
+using Outputs = std::vector<Tensor>;
+
+std::vector<int64_t> ints(const json& value) {
+  return value.is_null() ? std::vector<int64_t>{} : value.get<std::vector<int64_t>>();
+}
+
+nn::Reduction reduction_of(const json& attrs) {
+  const std::string r = attrs.at("reduction").get<std::string>();
+  if (r == "sum") return nn::Reduction::Sum;
+  if (r == "none") return nn::Reduction::None;
+  return nn::Reduction::Mean;
+}
+
+std::optional<double> bound(const json& value) {
+  if (value.is_null()) return std::nullopt;
+  return scalar_of(value).to_double();
+}
+
+Tensor optional_input(const Inputs& in, size_t i) { return i < in.size() ? in[i] : Tensor(); }
+
+// An op with a tensor or a Python scalar as its other operand: attrs "scalar" and
+// "side" ("lhs": the scalar comes first).
+template <typename TT, typename TS, typename ST>
+ReferenceOp scalar_binary(TT tensor_tensor, TS tensor_scalar, ST scalar_tensor) {
+  return {[=](const Inputs& in, const json& attrs) -> Outputs {
+    if (!attrs.contains("scalar")) return {tensor_tensor(in.at(0), in.at(1))};
+    const Scalar s = scalar_of(attrs["scalar"]);
+    if (attrs.value("side", "rhs") == "lhs") return {scalar_tensor(s, in.at(0))};
+    return {tensor_scalar(in.at(0), s)};
+  }};
+}
+
+ReferenceOp unary(Tensor (*fn)(const Tensor&), bool zero_sign = false) {
+  return {[fn](const Inputs& in, const json&) -> Outputs { return {fn(in.at(0))}; }, zero_sign};
+}
+
+ReferenceOp tensors_only(Tensor (*fn)(const Tensor&, const Tensor&)) {
+  return {[fn](const Inputs& in, const json&) -> Outputs { return {fn(in.at(0), in.at(1))}; }};
+}
+
+// sum, mean, prod, amax, amin, any, all: attrs "dims" (null: every dim) and "keepdim".
+ReferenceOp reduction(Tensor (Tensor::*fn)(IntArrayRef, bool) const) {
+  return {[fn](const Inputs& in, const json& attrs) -> Outputs {
+    return {(in.at(0).*fn)(ints(attrs["dims"]), attrs["keepdim"].get<bool>())};
+  }};
+}
+
+template <typename Fn>
+ReferenceOp in_place(Fn fn) {
+  return {[fn](const Inputs& in, const json& attrs) -> Outputs {
+    Tensor self = in.at(0);
+    if (attrs.contains("scalar"))
+      fn(self, scalar_of(attrs["scalar"]));
+    else
+      fn(self, in.at(1));
+    return {self};
+  }};
+}
+
+std::map<std::string, ReferenceOp> make_table() {
+  std::map<std::string, ReferenceOp> t;
+  // -- pointwise -----------------------------------------------------------------------
+  t["neg"] = unary(kiln::neg, true);
+  t["abs"] = unary(kiln::abs, true);
+  t["sign"] = unary(kiln::sign);
+  t["relu"] = unary(kiln::relu);
+  t["exp"] = unary(kiln::exp);
+  t["log"] = unary(kiln::log);
+  t["sqrt"] = unary(kiln::sqrt);
+  t["rsqrt"] = unary(kiln::rsqrt);
+  t["sin"] = unary(kiln::sin);
+  t["cos"] = unary(kiln::cos);
+  t["tanh"] = unary(kiln::tanh);
+  t["erf"] = unary(kiln::erf);
+  t["sigmoid"] = unary(kiln::sigmoid);
+  t["isnan"] = unary(kiln::isnan);
+  t["isinf"] = unary(kiln::isinf);
+  t["isfinite"] = unary(kiln::isfinite);
+  t["logical_not"] = unary(kiln::logical_not);
+  t["gelu"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {kiln::gelu(in.at(0), a.at("approximate").get<std::string>())};
+  }};
+  auto tt = [](Tensor (*fn)(const Tensor&, const Tensor&)) { return fn; };
+  t["add"] = scalar_binary(
+      tt(kiln::add), [](const Tensor& a, Scalar s) { return a + s; },
+      [](Scalar s, const Tensor& b) { return s + b; });
+  t["sub"] = scalar_binary(
+      tt(kiln::sub), [](const Tensor& a, Scalar s) { return a - s; },
+      [](Scalar s, const Tensor& b) { return s - b; });
+  t["mul"] = scalar_binary(
+      tt(kiln::mul), [](const Tensor& a, Scalar s) { return a * s; },
+      [](Scalar s, const Tensor& b) { return s * b; });
+  t["div"] = scalar_binary(
+      tt(kiln::div), [](const Tensor& a, Scalar s) { return a / s; },
+      [](Scalar s, const Tensor& b) { return s / b; });
+  t["pow"] = scalar_binary([](const Tensor& a, const Tensor& b) { return kiln::pow(a, b); },
+                           [](const Tensor& a, Scalar s) { return kiln::pow(a, s); },
+                           [](Scalar s, const Tensor& b) { return kiln::pow(s, b); });
+  t["atan2"] = tensors_only([](const Tensor& a, const Tensor& b) { return kiln::atan2(a, b); });
+  t["maximum"] = tensors_only(kiln::maximum);
+  t["minimum"] = tensors_only(kiln::minimum);
+  t["logical_and"] = tensors_only(kiln::logical_and);
+  t["logical_or"] = tensors_only(kiln::logical_or);
+  auto no_lhs = [](Scalar, const Tensor&) -> Tensor { throw Error("no scalar-first form"); };
+  t["eq"] = scalar_binary(
+      tt(kiln::eq), [](const Tensor& a, Scalar s) { return a == s; }, no_lhs);
+  t["ne"] = scalar_binary(
+      tt(kiln::ne), [](const Tensor& a, Scalar s) { return a != s; }, no_lhs);
+  t["lt"] = scalar_binary(
+      tt(kiln::lt), [](const Tensor& a, Scalar s) { return a < s; }, no_lhs);
+  t["le"] = scalar_binary(
+      tt(kiln::le), [](const Tensor& a, Scalar s) { return a <= s; }, no_lhs);
+  t["gt"] = scalar_binary(
+      tt(kiln::gt), [](const Tensor& a, Scalar s) { return a > s; }, no_lhs);
+  t["ge"] = scalar_binary(
+      tt(kiln::ge), [](const Tensor& a, Scalar s) { return a >= s; }, no_lhs);
+  t["add_"] = in_place([](Tensor& x, const auto& o) { x.add_(o); });
+  t["sub_"] = in_place([](Tensor& x, const auto& o) { x.sub_(o); });
+  t["mul_"] = in_place([](Tensor& x, const auto& o) { x.mul_(o); });
+  t["div_"] = in_place([](Tensor& x, const auto& o) { x.div_(o); });
+  t["clamp"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {in.at(0).clamp(bound(a["min"]), bound(a["max"]))};
+  }};
+  t["where"] = {[](const Inputs& in, const json& a) -> Outputs {
+                  if (!a.contains("scalar")) return {kiln::where(in.at(0), in.at(1), in.at(2))};
+                  const Scalar s = scalar_of(a["scalar"]);
+                  if (a["side"] == "lhs") return {kiln::where(in.at(0), s, in.at(1))};
+                  return {kiln::where(in.at(0), in.at(1), s)};
+                },
+                true};
+  t["masked_fill"] = {[](const Inputs& in, const json& a) -> Outputs {
+                        return {in.at(0).masked_fill(in.at(1), scalar_of(a["scalar"]))};
+                      },
+                      true};
+  // -- reductions and scans --------------------------------------------------------------
+  t["sum"] = reduction(&Tensor::sum);
+  t["mean"] = reduction(&Tensor::mean);
+  t["prod"] = reduction(&Tensor::prod);
+  t["amax"] = reduction(&Tensor::amax);
+  t["amin"] = reduction(&Tensor::amin);
+  t["any"] = reduction(&Tensor::any);
+  t["all"] = reduction(&Tensor::all);
+  t["var"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {
+        in.at(0).var(ints(a["dims"]), a["correction"].get<int64_t>(), a["keepdim"].get<bool>())};
+  }};
+  t["std"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {
+        in.at(0).std(ints(a["dims"]), a["correction"].get<int64_t>(), a["keepdim"].get<bool>())};
+  }};
+  t["norm"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {in.at(0).norm(number_of(a["p"]), ints(a["dims"]), a["keepdim"].get<bool>())};
+  }};
+  t["max"] = {[](const Inputs& in, const json&) -> Outputs { return {in.at(0).max()}; }};
+  t["min"] = {[](const Inputs& in, const json&) -> Outputs { return {in.at(0).min()}; }};
+  t["max_dim"] = {[](const Inputs& in, const json& a) -> Outputs {
+    auto [v, i] = in.at(0).max(a["dim"].get<int64_t>(), a["keepdim"].get<bool>());
+    return {v, i};
+  }};
+  t["min_dim"] = {[](const Inputs& in, const json& a) -> Outputs {
+    auto [v, i] = in.at(0).min(a["dim"].get<int64_t>(), a["keepdim"].get<bool>());
+    return {v, i};
+  }};
+  auto dim_of = [](const json& a) -> std::optional<int64_t> {
+    if (a["dim"].is_null()) return std::nullopt;
+    return a["dim"].get<int64_t>();
+  };
+  t["argmax"] = {[dim_of](const Inputs& in, const json& a) -> Outputs {
+    return {in.at(0).argmax(dim_of(a), a["keepdim"].get<bool>())};
+  }};
+  t["argmin"] = {[dim_of](const Inputs& in, const json& a) -> Outputs {
+    return {in.at(0).argmin(dim_of(a), a["keepdim"].get<bool>())};
+  }};
+  t["cumsum"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {in.at(0).cumsum(a["dim"].get<int64_t>())};
+  }};
+  t["cumprod"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {in.at(0).cumprod(a["dim"].get<int64_t>())};
+  }};
+  t["softmax"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {F::softmax(in.at(0), a["dim"].get<int64_t>())};
+  }};
+  t["log_softmax"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {F::log_softmax(in.at(0), a["dim"].get<int64_t>())};
+  }};
+  t["sort"] = {[](const Inputs& in, const json& a) -> Outputs {
+                 auto [v, i] = in.at(0).sort(a["dim"].get<int64_t>(), a["descending"].get<bool>());
+                 return {v, i};
+               },
+               true};
+  t["topk"] = {[](const Inputs& in, const json& a) -> Outputs {
+                 auto [v, i] = in.at(0).topk(a["k"].get<int64_t>(), a["dim"].get<int64_t>(),
+                                             a["largest"].get<bool>());
+                 return {v, i};
+               },
+               true};
+  // -- indexing, joining, shape -----------------------------------------------------------
+  t["matmul"] = tensors_only(kiln::matmul);
+  t["index_select"] = {[](const Inputs& in, const json& a) -> Outputs {
+                         return {kiln::index_select(in.at(0), a["dim"].get<int64_t>(), in.at(1))};
+                       },
+                       true};
+  t["gather"] = {[](const Inputs& in, const json& a) -> Outputs {
+                   return {kiln::gather(in.at(0), a["dim"].get<int64_t>(), in.at(1))};
+                 },
+                 true};
+  t["cat"] = {[](const Inputs& in, const json& a) -> Outputs {
+                return {kiln::cat(in, a["dim"].get<int64_t>())};
+              },
+              true};
+  t["stack"] = {[](const Inputs& in, const json& a) -> Outputs {
+                  return {kiln::stack(in, a["dim"].get<int64_t>())};
+                },
+                true};
+  t["flip"] = {
+      [](const Inputs& in, const json& a) -> Outputs { return {in.at(0).flip(ints(a["dims"]))}; },
+      true};
+  t["roll"] = {[](const Inputs& in, const json& a) -> Outputs {
+                 return {in.at(0).roll(ints(a["shifts"]), ints(a["dims"]))};
+               },
+               true};
+  t["tril"] = {[](const Inputs& in, const json& a) -> Outputs {
+                 return {in.at(0).tril(a["diagonal"].get<int64_t>())};
+               },
+               true};
+  t["triu"] = {[](const Inputs& in, const json& a) -> Outputs {
+                 return {in.at(0).triu(a["diagonal"].get<int64_t>())};
+               },
+               true};
+  // -- nn::functional ----------------------------------------------------------------------
+  t["mse_loss"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {F::mse_loss(in.at(0), in.at(1), reduction_of(a))};
+  }};
+  t["l1_loss"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {F::l1_loss(in.at(0), in.at(1), reduction_of(a))};
+  }};
+  t["binary_cross_entropy_with_logits"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {F::binary_cross_entropy_with_logits(in.at(0), in.at(1), reduction_of(a))};
+  }};
+  t["cross_entropy"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {F::cross_entropy(in.at(0), in.at(1), reduction_of(a), -100,
+                             a.value("label_smoothing", 0.0))};
+  }};
+  t["nll_loss"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {F::nll_loss(in.at(0), in.at(1), reduction_of(a))};
+  }};
+  t["linear"] = {[](const Inputs& in, const json&) -> Outputs {
+    return {F::linear(in.at(0), in.at(1), optional_input(in, 2))};
+  }};
+  t["layer_norm"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {F::layer_norm(in.at(0), ints(a["normalized_shape"]), optional_input(in, 1),
+                          optional_input(in, 2))};
+  }};
+  auto size2 = [](const json& v) {
+    return nn::Size2(v.at(0).get<int64_t>(), v.at(1).get<int64_t>());
+  };
+  t["conv2d"] = {[size2](const Inputs& in, const json& a) -> Outputs {
+    return {F::conv2d(in.at(0), in.at(1), optional_input(in, 2), size2(a["stride"]),
+                      size2(a["padding"]), size2(a["dilation"]), a["groups"].get<int64_t>())};
+  }};
+  t["max_pool2d"] = {[size2](const Inputs& in, const json& a) -> Outputs {
+    return {F::max_pool2d(in.at(0), size2(a["kernel"]), size2(a["stride"]), size2(a["padding"]), 1,
+                          a["ceil_mode"].get<bool>())};
+  }};
+  t["avg_pool2d"] = {[size2](const Inputs& in, const json& a) -> Outputs {
+    return {F::avg_pool2d(in.at(0), size2(a["kernel"]), size2(a["stride"]), size2(a["padding"]),
+                          a["ceil_mode"].get<bool>(), a["count_include_pad"].get<bool>())};
+  }};
+  t["adaptive_avg_pool2d"] = {[size2](const Inputs& in, const json& a) -> Outputs {
+    return {F::adaptive_avg_pool2d(in.at(0), size2(a["output_size"]))};
+  }};
+  t["pad"] = {[](const Inputs& in, const json& a) -> Outputs {
+                return {F::pad(in.at(0), ints(a["padding"]), a["mode"].get<std::string>(),
+                               a.value("value", 0.0))};
+              },
+              true};
+  t["interpolate"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {F::interpolate(in.at(0), ints(a["size"]), a["mode"].get<std::string>(),
+                           a.value("align_corners", false))};
+  }};
+  t["embedding"] = {
+      [](const Inputs& in, const json&) -> Outputs { return {F::embedding(in.at(0), in.at(1))}; },
+      true};
+  t["batch_norm"] = {[](const Inputs& in, const json& a) -> Outputs {
+    if (a["training"].get<bool>())
+      return {F::batch_norm(in.at(0), Tensor(), Tensor(), in.at(3), in.at(4), true)};
+    return {F::batch_norm(in.at(0), in.at(1), in.at(2), in.at(3), in.at(4), false)};
+  }};
+  t["one_hot"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {F::one_hot(in.at(0), a["num_classes"].get<int64_t>())};
+  }};
+  return t;
+}
+
+}  // namespace
+
+double number_of(const json& value) {
+  if (value.is_string()) {
+    const std::string s = value.get<std::string>();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+    if (s == "-0") return -0.0;
+    throw std::runtime_error("golden file: unknown number " + s);
+  }
+  return value.get<double>();
+}
+
+Scalar scalar_of(const json& scalar) {
+  const std::string kind = scalar.at("kind").get<std::string>();
+  const json& v = scalar.at("v");
+  if (kind == "bool") return Scalar(v.get<bool>());
+  if (kind == "int") return Scalar(v.get<int64_t>());
+  return Scalar(number_of(v));
+}
+
+const ReferenceOp* find_reference_op(const std::string& name) {
+  static const std::map<std::string, ReferenceOp> table = make_table();
+  auto it = table.find(name);
+  return it == table.end() ? nullptr : &it->second;
+}
+
+}  // namespace kiln::test::reference

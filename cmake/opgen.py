@@ -517,9 +517,9 @@ def frontend_definitions(cat):
         if fe.get("scalar"):
             a, b = names
             out.append(f"Tensor {fn}(const Tensor& {a}, Scalar {b}) {{\n"
-                       f"  return {fn}({a}, detail::scalar_operand({a}, {b}, \"{fn}\"));\n}}\n"
+                       f"  return {fn}({a}, detail::scalar_operand({a}, {b}, \"{fn}\", {promote}));\n}}\n"
                        f"Tensor {fn}(Scalar {a}, const Tensor& {b}) {{\n"
-                       f"  return {fn}(detail::scalar_operand({b}, {a}, \"{fn}\"), {b});\n}}\n")
+                       f"  return {fn}(detail::scalar_operand({b}, {a}, \"{fn}\", {promote}), {b});\n}}\n")
         if fe.get("method"):
             if kind == "unary":
                 out.append(f"Tensor Tensor::{fn}() const {{ return kiln::{fn}(*this); }}\n")
@@ -535,7 +535,8 @@ def frontend_definitions(cat):
                        f"  return detail::pointwise_inplace(OpId::{short}, \"{fn}_\", *this, other, {promote});\n}}\n"
                        f"Tensor& Tensor::{fn}_(Scalar other) {{\n"
                        f"  return detail::pointwise_inplace(OpId::{short}, \"{fn}_\", *this,\n"
-                       f"                                   detail::scalar_operand(*this, other, \"{fn}_\"), {promote});\n}}\n")
+                       f"                                   detail::scalar_operand(*this, other, \"{fn}_\", {promote}),\n"
+                       f"                                   {promote});\n}}\n")
         out.append("\n")
     out.append("}  // namespace kiln\n")
     return "".join(out)

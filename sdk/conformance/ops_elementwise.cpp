@@ -215,7 +215,7 @@ std::vector<Case> where_cases() {
   return cases;
 }
 
-Unary clamp_fn(std::optional<double> lo, std::optional<double> hi) {
+Unary clamp_fn(std::optional<Scalar> lo, std::optional<Scalar> hi) {
   return [lo, hi](const Tensor& x) { return x.clamp(lo, hi); };
 }
 
@@ -337,14 +337,14 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
       });
   suites.push_back(
       {"kiln.clamp", [=] {
-         // Whole-number bounds for the integer dtypes: a fractional bound makes the
-         // frontend clamp an integer tensor in float32 (PyTorch's promotion).
+         // Integer bounds for the integer dtypes: a floating bound makes the frontend
+         // clamp an integer tensor in float32 (PyTorch's promotion).
          auto cases = unary_cases(clamp_fn(-1.0, 1.5), kFloat, wide, true, true);
-         for (Case& c : unary_cases(clamp_fn(0.0, 2.0), kFloatInt, wide, false, true)) {
-           c.label += " whole bounds";
+         for (Case& c : unary_cases(clamp_fn(0, 2), kFloatInt, wide, false, true)) {
+           c.label += " integer bounds";
            cases.push_back(c);
          }
-         for (Case& c : unary_cases(clamp_fn(1.0, std::nullopt), kFloatInt, wide, false, false)) {
+         for (Case& c : unary_cases(clamp_fn(1, std::nullopt), kFloatInt, wide, false, false)) {
            c.label += " min only";
            cases.push_back(c);
          }
@@ -361,7 +361,7 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
                                [](const Operands& in) { return Outputs{in[0].clamp(-kInf, 0.0)}; },
                                {{-5, -1, 0, 0, 0, kNaN}}));
          cases.push_back(known("int64 [-2, 50]", {operand_of({4}, DType::Int64, {-100, 0, 7, 100})},
-                               [](const Operands& in) { return Outputs{in[0].clamp(-2.0, 50.0)}; },
+                               [](const Operands& in) { return Outputs{in[0].clamp(-2, 50)}; },
                                {{-2, 0, 7, 50}}));
          return cases;
        }});

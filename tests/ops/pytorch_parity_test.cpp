@@ -352,8 +352,21 @@ TEST_P(PytorchParity, ClampPromotesForFractionalBoundsAndPropagatesANaNBound) {
   Tensor y = clamp(i, 0.5, 1.5);
   EXPECT_EQ(y.dtype(), float32);
   EXPECT_TRUE(matches(y, {2}, {0.5, 1.5}));
-  EXPECT_EQ(clamp(i, 1.0, 2.0).dtype(), int32);  // whole-number bounds keep the dtype
+  // Any floating bound promotes (PyTorch: 2.0 is a Python float); integer bounds keep
+  // the dtype, and an int64 bound is exact beyond 2^53.
+  EXPECT_EQ(clamp(i, 1.0, 2.0).dtype(), float32);
+  EXPECT_EQ(clamp(i, 1, 2).dtype(), int32);
   EXPECT_KILN_ERROR(i.clamp_(0.5, std::nullopt), "clamp_", "int32");
+  EXPECT_KILN_ERROR(i.clamp_(1.0, std::nullopt), "clamp_", "int32");
+  const int64_t big = (int64_t{1} << 53) + 1;
+  Tensor l = make({0, 1}, {2}, int64) * (big + 1);  // {0, 2^53 + 2}, exact
+  EXPECT_EQ(clamp(l, big, std::nullopt).to_vector<int64_t>(), (std::vector<int64_t>{big, big + 1}));
+  EXPECT_EQ(clamp(l, std::nullopt, big).to_vector<int64_t>(), (std::vector<int64_t>{0, big}));
+  l.clamp_(big, std::nullopt);
+  EXPECT_EQ(l.to_vector<int64_t>(), (std::vector<int64_t>{big, big + 1}));
+  // A NaN bound skips the range check of the other (PyTorch 1.13: int64 tensor,
+  // min NaN, max 1e300 gives NaN in float32).
+  EXPECT_TRUE(matches(clamp(make({1, 2}, {2}, int64), kNaN, 1e300), {2}, {kNaN, kNaN}));
   Tensor x = make({-1, 0, 2}, {3}).requires_grad_();
   Tensor z = clamp(x, kNaN, std::nullopt);
   EXPECT_TRUE(matches(z, {3}, {kNaN, kNaN, kNaN}));
@@ -366,12 +379,51 @@ TEST_P(PytorchParity, IntegerScalarsKeepTheirValueInTrueDivision) {
   // uint8 / -3: the scalar is -3 (not 253 wrapped into uint8) in float32.
   EXPECT_TRUE(matches(make({6, 9}, {2}, uint8) / -3, {2}, {-2, -3}));
   EXPECT_EQ((make({6, 9}, {2}, uint8) / -3).dtype(), float32);
+  // A 0-d integer tensor too: the scalar is not wrapped into int32 (PyTorch 1.13:
+  // tensor(3, int32) / -2**63 is -3.2526e-19, and div(2**40) the same way).
+  const Tensor three = make({3}, {}, int32);
+  for (const Tensor& q : {three / INT64_MIN, three / (int64_t{1} << 40), INT64_MIN / three}) {
+    EXPECT_EQ(q.dtype(), float32);
+    EXPECT_TRUE(std::isfinite(q.item<float>()));
+  }
+  EXPECT_FLOAT_EQ((three / INT64_MIN).item<float>(), -3.2526065e-19f);
+  EXPECT_FLOAT_EQ((three / (int64_t{1} << 40)).item<float>(), 2.7284841e-12f);
+}
+
+TEST_P(PytorchParity, DivGradientOfTheDivisorAvoidsOverflow) {
+  // -grad * ((a / b) / b), PyTorch's order: a zero numerator over a denormal divisor
+  // gives 0, not 0 * inf = NaN (PyTorch 1.13: 0.0 / tensor(-7.17e-43) grad -0).
+  Tensor b = make({-7.174648137343064e-43, 2}, {2}).requires_grad_();
+  (0.0 / b).sum().backward();
+  EXPECT_TRUE(matches(b.grad(), {2}, {0, 0}));
+}
+
+TEST_P(PytorchParity, SoftmaxOfAZeroDimTensorIsALineOfOne) {
+  // exp(x - x): NaN for +-inf and NaN, as PyTorch; the gradient flows (and is 0).
+  Tensor x = make({2.5}, {}).requires_grad_();
+  Tensor y = nn::functional::softmax(x, 0);
+  EXPECT_EQ(y.dim(), 0);
+  EXPECT_EQ(y.item<float>(), 1.0f);
+  EXPECT_EQ(nn::functional::log_softmax(x, -1).item<float>(), 0.0f);
+  (y * 3).backward();
+  EXPECT_TRUE(matches(x.grad(), {}, {0}));
+  EXPECT_TRUE(std::isnan(nn::functional::softmax(make({kInf}, {}), 0).item<float>()));
+  EXPECT_TRUE(std::isnan(nn::functional::log_softmax(make({-kInf}, {}), 0).item<float>()));
+}
+
+TEST_P(PytorchParity, IndexSelectChecksTheIndexEvenWhenNothingIsCopied) {
+  // PyTorch 1.13: index_select(zeros(4, 2, 0), 0, [4]) raises though the result is empty.
+  const Tensor x = zeros({4, 2, 0}, opts());
+  EXPECT_KILN_ERROR(index_select(x, 0, make({4}, {1}, int64)), "index_select", "4", "out of range");
+  EXPECT_KILN_ERROR(index_select(x, 1, make({-1}, {1}, int64)), "index_select", "-1");
+  EXPECT_EQ(index_select(x, 0, make({3, 0}, {2}, int64)).shape(), IntArrayRef({2, 2, 0}));
 }
 
 TEST_P(PytorchParity, NumbersWrittenByClampAndWhereMustFit) {
   EXPECT_KILN_ERROR(clamp(make({1, 2}, {2}), 1e300, std::nullopt), "clamp", "overflow");
   EXPECT_KILN_ERROR(clamp(make({1, 2}, {2}), -1e300, kInf), "clamp", "overflow");
-  EXPECT_KILN_ERROR(clamp(make({1, 2}, {2}, int32), 0.0, 1e10), "clamp", "overflow");
+  EXPECT_KILN_ERROR(clamp(make({1, 2}, {2}, int32), 0, int64_t{10000000000}), "clamp", "overflow");
+  EXPECT_KILN_ERROR(clamp(make({1, 2}, {2}, uint8), -4, std::nullopt), "clamp", "wraps it to 252");
   Tensor cond = make({1, 0}, {2}, kbool);
   EXPECT_KILN_ERROR(where(cond, make({1, 1}, {2}, float16), 1e10), "where", "overflow");
   EXPECT_KILN_ERROR(where(cond, 70000.0, make({1, 1}, {2}, float16)), "where", "overflow");

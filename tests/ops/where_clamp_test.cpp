@@ -100,7 +100,7 @@ TEST_P(WhereClamp, ClampInPlaceWritesThroughEveryLayout) {
         x, map_unary(before, [](double v) { return std::min(std::max(v, -1.0), 1.5); }), kExact));
   }
   auto i = make({-5, 0, 7}, {3}, int64);
-  i.clamp_(std::nullopt, 3.0);
+  i.clamp_(std::nullopt, 3);
   EXPECT_TRUE(matches(i, {3}, {-5, 0, 3}));
 }
 
@@ -150,8 +150,8 @@ TEST_P(WhereClamp, ClampSpecialValues) {
 
 TEST_P(WhereClamp, ClampIntegers) {
   auto x = make({-5, 0, 3, 10}, {4}, int64);
-  EXPECT_EQ(clamp(x, -2.0, 4.0).to_vector<int64_t>(), (std::vector<int64_t>{-2, 0, 3, 4}));
-  EXPECT_EQ(clamp(make({-5, 7}, {2}, int32), 0.0, std::nullopt).to_vector<int32_t>(),
+  EXPECT_EQ(clamp(x, -2, 4).to_vector<int64_t>(), (std::vector<int64_t>{-2, 0, 3, 4}));
+  EXPECT_EQ(clamp(make({-5, 7}, {2}, int32), 0, std::nullopt).to_vector<int32_t>(),
             (std::vector<int32_t>{0, 7}));
 }
 

@@ -27,11 +27,12 @@ namespace kiln {
 /// approximate: "none" (exact, erf) or "tanh".
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 /// At least one bound must be given; a NaN element stays NaN and a NaN bound makes
-/// every element NaN (as PyTorch). An integer tensor with a bound that has a fraction
-/// (or is ±inf or NaN) is clamped in float32; a whole-number bound such as 2.0 keeps
-/// the integer dtype (PyTorch would promote for any Python float: Kiln's bounds are
-/// doubles; the Kiln sources' docs/pytorch-coverage.md lists this difference).
-Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+/// every element NaN (as PyTorch). The result's dtype is PyTorch's: the bounds promote
+/// like scalar operands, so an integer tensor with a floating bound (2.0 or 0.5) is
+/// clamped in float32, an integer bound keeps it integral and is exact (int64 bounds
+/// beyond 2^53 included). A bound its dtype cannot hold is an error (c10's checked
+/// conversion), unless the other bound is NaN.
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
 /// `value` where `mask` (bool, broadcast to x's shape) is true, else x's element, in
 /// x's dtype; differentiable in x (torch.masked_fill).
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);

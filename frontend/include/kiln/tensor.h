@@ -183,9 +183,10 @@ class Tensor {
   // -- elementwise -------------------------------------------------------------------
   /// approximate: "none" (erf) or "tanh".
   Tensor gelu(const std::string& approximate = "none") const;
-  Tensor clamp(std::optional<double> min, std::optional<double> max) const;
-  /// clamp in place, in this tensor's dtype (not recorded by autograd).
-  Tensor& clamp_(std::optional<double> min, std::optional<double> max);
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max) const;
+  /// clamp in place, in this tensor's dtype (not recorded by autograd); a bound that
+  /// would promote the result (a floating bound of an integer tensor) is an error.
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max);
   /// `value` where `mask` (bool, broadcast to this shape) is true, else this tensor's
   /// element, in this tensor's dtype (torch.masked_fill).
   Tensor masked_fill(const Tensor& mask, Scalar value) const;

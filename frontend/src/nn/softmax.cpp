@@ -25,10 +25,12 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
   detail::impl_of(x, name);
   KILN_CHECK(is_floating(x.dtype()), name, ": expected a floating-point input, got ", x.dtype());
   int64_t d = detail::wrap_dim(dim, x.dim(), name);
+  // A 0-d tensor is a line of one: exp(x - x), so +-inf and NaN give NaN as in PyTorch,
+  // and the gradient flows (it is 0).
+  if (x.dim() == 0) return softmax_impl(x.reshape({1}), 0, log).reshape({});
   Tensor xc = x.contiguous();
   Tensor y = empty_like(xc);
   if (x.numel() == 0) return y;
-  if (x.dim() == 0) return log ? zeros_like(xc) : ones_like(xc);
   if (log)
     detail::dispatch(detail::attrs::log_softmax{.dim = d}, {xc.impl().get()}, {y.impl().get()});
   else

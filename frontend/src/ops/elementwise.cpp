@@ -22,8 +22,8 @@ namespace {
 
 // `a op scalar` and `scalar op a` with PyTorch's scalar promotion.
 Tensor with_scalar(Tensor (*op)(const Tensor&, const Tensor&), const char* name, const Tensor& a,
-                   Scalar s, bool scalar_first) {
-  Tensor st = detail::scalar_operand(a, s, name);
+                   Scalar s, bool scalar_first, detail::Promote promote = detail::Promote::Arith) {
+  Tensor st = detail::scalar_operand(a, s, name, promote);
   return scalar_first ? op(st, a) : op(a, st);
 }
 
@@ -92,42 +92,63 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
 }
 
 namespace {
-// clamp's attributes; throws when neither bound is given.
-detail::attrs::clamp clamp_bounds(const char* name, std::optional<double> min,
-                                  std::optional<double> max) {
+using Bound = std::optional<Scalar>;
+
+bool is_nan_bound(const Bound& b) { return b && std::isnan(b->to_double()); }
+
+// The dtype PyTorch clamps `dtype` in: each bound promotes as a scalar operand does
+// (a floating bound makes an integer tensor float32, an integer bound a bool one int64).
+DType clamp_dtype(DType dtype, const Bound& min, const Bound& max) {
+  for (const Bound& b : {min, max})
+    if (b) dtype = b->result_type(dtype);
+  return dtype;
+}
+
+// Whether a bound is exactly the double clamp's attributes carry.
+bool exact_as_double(const Bound& b) {
+  if (!b || b->kind() != Scalar::Kind::Integral) return true;
+  const double d = b->to_double();
+  return d < 0x1p63 && static_cast<int64_t>(d) == b->to_int();
+}
+
+// Checks a clamp's bounds for a tensor of `dtype` (the dtype it is clamped in) and
+// returns the kernel's attributes.
+detail::attrs::clamp clamp_bounds(const char* name, DType dtype, const Bound& min,
+                                  const Bound& max) {
   KILN_CHECK(min || max, name, ": at least one of min and max must be given");
+  if (!is_nan_bound(min) && !is_nan_bound(max))  // PyTorch checks only without a NaN
+    for (const Bound& b : {min, max})
+      KILN_CHECK(!b || fits(*b, dtype), name, ": the bound ", describe(*b),
+                 " cannot be converted to ", dtype, " without overflow");
+  // c10 would wrap a negative bound into uint8 (-4 clamps to 252): never what was meant.
+  for (const Bound& b : {min, max})
+    KILN_CHECK(!b || dtype != DType::UInt8 || !(b->to_double() < 0), name, ": the bound ",
+               describe(*b), " cannot be converted to uint8 (PyTorch 1.13 wraps it to ",
+               b->to_int() & 255, ")");
   constexpr double inf = std::numeric_limits<double>::infinity();
-  return {.min = min.value_or(-inf), .max = max.value_or(inf)};
+  return {.min = min ? min->to_double() : -inf, .max = max ? max->to_double() : inf};
 }
 }  // namespace
 
-namespace {
-// A bound an integer tensor cannot hold: it makes clamp's result float32. PyTorch
-// promotes for any floating bound; Kiln's bounds are doubles, so 2.0 counts as 2.
-bool needs_float(const detail::attrs::clamp& b) {
-  auto fractional = [](double v) { return !std::isfinite(v) || std::trunc(v) != v; };
-  return fractional(b.min) || fractional(b.max);
-}
-}  // namespace
-
-Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
-  const detail::attrs::clamp bounds = clamp_bounds("clamp", min, max);
-  const double lo = bounds.min, hi = bounds.max;
+Tensor clamp(const Tensor& x, Bound min, Bound max) {
   const auto& impl = detail::impl_of(x, "clamp");
-  if (is_integral(impl.dtype) && needs_float({.min = min.value_or(0), .max = max.value_or(0)}))
-    return clamp(x.to(DType::Float32), min, max);
-  for (std::optional<double> bound : {min, max})  // PyTorch's checked conversion
-    KILN_CHECK(!bound || fits(*bound, impl.dtype), "clamp: the bound ", *bound,
-               " cannot be converted to ", impl.dtype, " without overflow");
-  if (impl.dtype == DType::UInt8)  // no uint8 kernel: clamped in int32, exact
-    return clamp(x.to(DType::Int32), min, max).to(DType::UInt8);
+  const DType dtype = clamp_dtype(impl.dtype, min, max);
+  if (dtype != impl.dtype) return clamp(x.to(dtype), min, max);
+  const detail::attrs::clamp bounds = clamp_bounds("clamp", dtype, min, max);
+  const double lo = bounds.min, hi = bounds.max;
   Tensor y;
-  if (std::isnan(lo) || std::isnan(hi)) {
+  if (is_nan_bound(min) || is_nan_bound(max)) {
     // A NaN bound makes every element NaN (PyTorch); the kernel's max/min would
     // ignore it.
-    KILN_CHECK(is_floating(impl.dtype), "clamp: a NaN bound needs a floating tensor, got ",
-               impl.dtype);
     y = full_like(x, std::numeric_limits<double>::quiet_NaN());
+  } else if (dtype == DType::UInt8) {  // no uint8 kernel: clamped in int32, exact
+    return clamp(x.to(DType::Int32), min, max).to(DType::UInt8);
+  } else if (is_integral(dtype) && (!exact_as_double(min) || !exact_as_double(max))) {
+    // An int64 bound beyond 2^53: compared exactly, as an int64 operand.
+    y = x;
+    if (min) y = maximum(y, detail::scalar_on(x, *min, dtype));
+    if (max) y = minimum(y, detail::scalar_on(x, *max, dtype));
+    return y;
   } else {
     y = detail::pointwise_unary(OpId::clamp, "clamp", x, detail::Promote::Arith, bounds.pack());
   }
@@ -209,13 +230,17 @@ Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
 Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
 Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
 
-#define KILN_SCALAR_OPERATOR(op, fn)                                                           \
-  Tensor operator op(const Tensor& a, Scalar b) { return with_scalar(&fn, #fn, a, b, false); } \
-  Tensor operator op(Scalar a, const Tensor& b) { return with_scalar(&fn, #fn, b, a, true); }
-KILN_SCALAR_OPERATOR(+, add)
-KILN_SCALAR_OPERATOR(-, sub)
-KILN_SCALAR_OPERATOR(*, mul)
-KILN_SCALAR_OPERATOR(/, div)
+#define KILN_SCALAR_OPERATOR(op, fn, promote)                            \
+  Tensor operator op(const Tensor& a, Scalar b) {                        \
+    return with_scalar(&fn, #fn, a, b, false, detail::Promote::promote); \
+  }                                                                      \
+  Tensor operator op(Scalar a, const Tensor& b) {                        \
+    return with_scalar(&fn, #fn, b, a, true, detail::Promote::promote);  \
+  }
+KILN_SCALAR_OPERATOR(+, add, Arith)
+KILN_SCALAR_OPERATOR(-, sub, Arith)
+KILN_SCALAR_OPERATOR(*, mul, Arith)
+KILN_SCALAR_OPERATOR(/, div, Float)
 #undef KILN_SCALAR_OPERATOR
 #define KILN_SCALAR_COMPARISON(op, fn) \
   Tensor operator op(const Tensor& a, Scalar b) { return with_scalar(&fn, #fn, a, b, false); }
@@ -230,21 +255,20 @@ KILN_SCALAR_COMPARISON(>=, ge)
 // -- methods -----------------------------------------------------------------------------
 
 Tensor Tensor::gelu(const std::string& approximate) const { return kiln::gelu(*this, approximate); }
-Tensor Tensor::clamp(std::optional<double> min, std::optional<double> max) const {
+Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
   return kiln::clamp(*this, min, max);
 }
-Tensor& Tensor::clamp_(std::optional<double> min, std::optional<double> max) {
-  const detail::attrs::clamp bounds = clamp_bounds("clamp_", min, max);
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
   const auto& impl = detail::impl_of(*this, "clamp_");
-  KILN_CHECK(
-      !is_integral(impl.dtype) || !needs_float({.min = min.value_or(0), .max = max.value_or(0)}),
-      "clamp_: the result type float32 (a bound of ", bounds.min, ", ", bounds.max,
-      ") cannot be stored in place in a ", impl.dtype, " tensor");
-  if (std::isnan(bounds.min) || std::isnan(bounds.max)) {
-    KILN_CHECK(is_floating(impl.dtype), "clamp_: a NaN bound needs a floating tensor, got ",
-               impl.dtype);
+  const DType dtype = clamp_dtype(impl.dtype, min, max);
+  KILN_CHECK(dtype == impl.dtype, "clamp_: the result type ", dtype,
+             " cannot be stored in place in a ", impl.dtype, " tensor");
+  const detail::attrs::clamp bounds = clamp_bounds("clamp_", dtype, min, max);
+  if (is_nan_bound(min) || is_nan_bound(max))
     return fill_(std::numeric_limits<double>::quiet_NaN());
-  }
+  if (dtype == DType::UInt8 ||
+      (is_integral(dtype) && (!exact_as_double(min) || !exact_as_double(max))))
+    return copy_(kiln::clamp(*this, min, max));
   return detail::pointwise_unary_inplace(OpId::clamp, "clamp_", *this, detail::Promote::Arith,
                                          bounds.pack());
 }

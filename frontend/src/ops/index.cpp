@@ -107,6 +107,14 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   detail::SmallDims shape(x.shape().begin(), x.shape().end());
   shape[d] = idx.numel();
   Tensor out = detail::empty_on(x, shape, x.dtype());
+  if (out.numel() == 0 && idx.numel() > 0) {
+    // Nothing to copy, so no kernel reads the index: check it here (as PyTorch does).
+    const int64_t first = amin(idx).item<int64_t>(), last = amax(idx).item<int64_t>();
+    const int64_t bad = first < 0 ? first : last;
+    KILN_CHECK(first >= 0 && last < x.size(d), "index_select: index ", bad,
+               " is out of range for dimension ", d, " of size ", x.size(d));
+    return out;
+  }
   detail::dispatch(detail::attrs::index_select{.dim = d}, {x.impl().get(), idx.impl().get()},
                    {out.impl().get()});
   if (ag::needs_grad({&x}))

@@ -155,9 +155,11 @@ Tensor& pointwise_unary_inplace(OpId op, const char* name, Tensor& self, Promote
   return self;
 }
 
-Tensor scalar_operand(const Tensor& like, Scalar s, const char* name) {
+Tensor scalar_operand(const Tensor& like, Scalar s, const char* name, Promote promote) {
   const auto& impl = impl_of(like, name);
   DType dtype = s.result_type(impl.dtype);
+  if (promote == Promote::Float && (is_integral(dtype) || dtype == DType::Bool))
+    return scalar_on(like, s, DType::Float32);
   // An integer operand of a dimensioned integer tensor stays an exact int64 0-d tensor:
   // result_type still gives the tensor's dtype, and the op converts the operand (by
   // wrapping) into the dtype it computes in, which for true division is float32

@@ -42,7 +42,11 @@ Tensor& pointwise_unary_inplace(OpId op, const char* name, Tensor& self, Promote
                                 std::span<const kiln_attr> attrs = {});
 
 /// `s` as a 0-d tensor on `like`'s device, in the dtype PyTorch's scalar promotion
-/// gives it next to `like` (an int scalar keeps a float tensor's dtype).
-Tensor scalar_operand(const Tensor& like, Scalar s, const char* name);
+/// gives it next to `like` (an int scalar keeps a float tensor's dtype). For an op that
+/// computes in float (Promote::Float: true division), a bool or integer operand of an
+/// integer or bool tensor is float32, the dtype the op computes in, never the tensor's
+/// (int32 0-d / -2^63 is -3.3e-19, not a division by the wrapped 0).
+Tensor scalar_operand(const Tensor& like, Scalar s, const char* name,
+                      Promote promote = Promote::Arith);
 
 }  // namespace kiln::detail

@@ -90,7 +90,7 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef shape, TensorOptions optio
   const double span = static_cast<double>(high) - static_cast<double>(low);
   Tensor u =
       uniform(shape, 0.0, span, TensorOptions(options).dtype(DType::Float64).requires_grad(false));
-  Tensor k = u.to(DType::Int64).clamp(0.0, span - 1.0) + Scalar(low);
+  Tensor k = u.to(DType::Int64).clamp(0, high - low - 1) + Scalar(low);
   return dtype == DType::Int64 ? k : k.to(dtype);
 }
 

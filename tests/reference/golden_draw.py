@@ -645,3 +645,88 @@ def s_one_hot(d):
 def s_any_all(d):
     x = d.tensor(pick(d.rng, ALL), d.shape())
     return [x], {"dims": rand_dims(d, len(x_shape(x))), "keepdim": d.rng.random() < 0.4}
+
+
+def _index_shape(d, shape, dd, along):
+    """An index shape for scatter/scatter_add: at most x's size in every dim but dd,
+    `along` entries in dd."""
+    return [along if k == dd else d.rng.randint(0, n) for k, n in enumerate(shape)]
+
+
+def s_scatter_add(d):
+    r = d.rng
+    shape = d.shape(min_rank=1)
+    dim = rand_dim(d, len(shape))
+    dd = dim % len(shape) if -len(shape) <= dim < len(shape) else 0
+    size = shape[dd]
+    ishape = _index_shape(d, shape, dd, r.randint(0, 4) if size else 0)
+    idx = [r.randrange(size) for _ in range(math.prod(ishape))] if size else []
+    if idx and r.random() < 0.05:
+        idx[0] = r.choice([size, -1])
+    dt = pick(r, ALL)
+    return [d.tensor(dt, shape), d.tensor("int64", ishape, view=False, values=idx),
+            d.tensor(dt, ishape)], {"dim": dim}
+
+
+def s_scatter(d):
+    """Like scatter_add, but no two index entries name the same element (PyTorch leaves
+    which one wins unspecified; Kiln refuses it: scatter-duplicates)."""
+    r = d.rng
+    shape = d.shape(min_rank=1)
+    dim = rand_dim(d, len(shape))
+    dd = dim % len(shape) if -len(shape) <= dim < len(shape) else 0
+    size = shape[dd]
+    ishape = _index_shape(d, shape, dd, r.randint(0, size))
+    idx = np.zeros(ishape, dtype=np.int64)
+    moved = np.moveaxis(idx, dd, -1)  # a view: each last-dim line gets distinct positions
+    for pos in np.ndindex(*moved.shape[:-1]):
+        moved[pos] = r.sample(range(size), ishape[dd])
+    dt = pick(r, ALL)
+    return [d.tensor(dt, shape), d.tensor("int64", ishape, view=False, values=idx.flatten().tolist()),
+            d.tensor(dt, ishape)], {"dim": dim}
+
+
+def s_index_add(d):
+    r = d.rng
+    shape = d.shape(min_rank=1)
+    dim = rand_dim(d, len(shape))
+    dd = dim % len(shape) if -len(shape) <= dim < len(shape) else 0
+    size = shape[dd]
+    idx = [r.randrange(size) for _ in range(r.randint(0, 4))] if size else []
+    if idx and r.random() < 0.05:
+        idx[0] = size
+    sshape = list(shape)
+    sshape[dd] = len(idx)
+    dt = pick(r, ALL)
+    return [d.tensor(dt, shape), d.tensor("int64", [len(idx)], view=False, values=idx),
+            d.tensor(dt, sshape)], {"dim": dim}
+
+
+def s_masked_scatter(d):
+    r = d.rng
+    shape = d.shape()
+    mshape = [r.choice([n, 1]) for n in shape]
+    if mshape and r.random() < 0.3:
+        mshape = mshape[r.randint(1, len(mshape)):]
+    mask = [r.random() < 0.5 for _ in range(math.prod(mshape))]
+    trues = int(np.broadcast_to(np.array(mask, dtype=bool).reshape(mshape), shape).sum())
+    need = max(0, trues + r.choice([0, 0, 1, 3]) - (1 if trues and r.random() < 0.05 else 0))
+    dt = pick(r, ALL)
+    return [d.tensor(dt, shape), d.tensor("bool", mshape, view=False, values=mask),
+            d.tensor(dt, [need])], {}
+
+
+def s_to(d):
+    r = d.rng
+    return [d.tensor(pick(r, ALL), d.shape())], {"dtype": pick(r, ALL)}
+
+
+def unrepresentable(specs, attrs):
+    """A float value that the integer dtype of `to` cannot hold (NaN, ±inf, out of
+    range): PyTorch's answer is whatever the C++ cast does (float-to-int-saturates)."""
+    lo_hi = {"uint8": (0, 255), "int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1)}
+    if specs[0]["dt"] not in FLOATS or attrs["dtype"] not in lo_hi:
+        return False
+    lo, hi = lo_hi[attrs["dtype"]]
+    values = [decode(v) for v in specs[0]["v"]]
+    return any(not math.isfinite(v) or not lo - 1 < v < hi + 1 for v in values)

@@ -26,9 +26,9 @@ nn::Reduction reduction_of(const json& attrs) {
   return nn::Reduction::Mean;
 }
 
-std::optional<double> bound(const json& value) {
+std::optional<Scalar> bound(const json& value) {
   if (value.is_null()) return std::nullopt;
-  return scalar_of(value).to_double();
+  return scalar_of(value);
 }
 
 Tensor optional_input(const Inputs& in, size_t i) { return i < in.size() ? in[i] : Tensor(); }
@@ -219,6 +219,28 @@ std::map<std::string, ReferenceOp> make_table() {
                    return {kiln::gather(in.at(0), a["dim"].get<int64_t>(), in.at(1))};
                  },
                  true};
+  t["scatter"] = {[](const Inputs& in, const json& a) -> Outputs {
+                    return {kiln::scatter(in.at(0), a["dim"].get<int64_t>(), in.at(1), in.at(2))};
+                  },
+                  true};
+  t["scatter_add"] = {[](const Inputs& in, const json& a) -> Outputs {
+                        return {kiln::scatter_add(in.at(0), a["dim"].get<int64_t>(), in.at(1),
+                                                  in.at(2))};
+                      },
+                      true};
+  t["index_add"] = {[](const Inputs& in, const json& a) -> Outputs {
+                      return {
+                          kiln::index_add(in.at(0), a["dim"].get<int64_t>(), in.at(1), in.at(2))};
+                    },
+                    true};
+  t["masked_scatter"] = {[](const Inputs& in, const json&) -> Outputs {
+                           return {kiln::masked_scatter(in.at(0), in.at(1), in.at(2))};
+                         },
+                         true};
+  t["to"] = {[](const Inputs& in, const json& a) -> Outputs {
+               return {in.at(0).to(dtype_from_name(a["dtype"].get<std::string>()))};
+             },
+             true};
   t["cat"] = {[](const Inputs& in, const json& a) -> Outputs {
                 return {kiln::cat(in, a["dim"].get<int64_t>())};
               },

@@ -730,3 +730,44 @@ def unrepresentable(specs, attrs):
     lo, hi = lo_hi[attrs["dtype"]]
     values = [decode(v) for v in specs[0]["v"]]
     return any(not math.isfinite(v) or not lo - 1 < v < hi + 1 for v in values)
+
+
+def s_fft(complex_input):
+    """One-dimensional transforms. A complex input is drawn as a real [..., 2] tensor
+    (view_as_complex of it, made contiguous); outputs are compared as view_as_real."""
+    def sampler(d):
+        r = d.rng
+        shape = d.shape(min_rank=1, max_rank=3)
+        if complex_input:
+            shape = shape + [2]
+        rank = len(shape) - (1 if complex_input else 0)
+        dim = rand_dim(d, rank)
+        n = r.choice([None, None, 1, 2, 3, 4, 5, 8] + ([0, -1] if r.random() < 0.1 else []))
+        norm = r.choice(["backward", "forward", "ortho"])
+        return [d.tensor(pick(r, ["float32", "float64", "float32", "float16"]), shape)], \
+            {"n": n, "dim": dim, "norm": norm}
+    return sampler
+
+
+def s_index_put(d):
+    """x[i0, i1] = v (or += with accumulate) for one or two int64 index tensors over the
+    leading dims; without accumulate no position is named twice (Kiln refuses that,
+    PyTorch leaves the winner unspecified)."""
+    r = d.rng
+    shape = d.shape(min_rank=1)
+    k = 1 if len(shape) == 1 or r.random() < 0.6 else 2
+    accumulate = r.random() < 0.5
+    m = r.randint(0, 4)
+    lead = shape[:k]
+    positions = [tuple(r.randrange(n) for n in lead) for _ in range(m)] if all(lead) else []
+    if not accumulate:
+        positions = list(dict.fromkeys(positions))
+    if positions and r.random() < 0.05:
+        positions[0] = (lead[0],) + positions[0][1:]
+    m = len(positions)
+    dt = pick(r, ALL)
+    idx = [d.tensor("int64", [m], view=False, values=[p[j] for p in positions]) for j in range(k)]
+    vshape = [m] + shape[k:]
+    if r.random() < 0.3:
+        vshape = vshape[r.randint(1, len(vshape)):]
+    return [d.tensor(dt, shape)] + idx + [d.tensor(dt, vshape)], {"accumulate": accumulate}

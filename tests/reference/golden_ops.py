@@ -222,7 +222,20 @@ op("scatter_add", s_scatter_add, lambda xs, a: torch.scatter_add(xs[0], a["dim"]
    n=40)
 op("index_add", s_index_add, lambda xs, a: torch.index_add(xs[0], a["dim"], xs[1], xs[2]), n=40)
 op("masked_scatter", s_masked_scatter, lambda xs, a: xs[0].masked_scatter(xs[1], xs[2]), n=40)
+op("index_put", s_index_put,
+   lambda xs, a: xs[0].clone().index_put_(tuple(xs[1:-1]), xs[-1], accumulate=a["accumulate"]),
+   grad=False, n=40)
 op("to", s_to, lambda xs, a: xs[0].to(DTYPES[a["dtype"]]), n=60)
+def r_fft(name, complex_input):
+    def f(xs, a):
+        x = torch.view_as_complex(xs[0].contiguous()) if complex_input else xs[0]
+        y = getattr(torch.fft, name)(x, n=a["n"], dim=a["dim"], norm=a["norm"])
+        return torch.view_as_real(y) if y.is_complex() else y
+    return f
+
+
+for _n, _c in [("fft", False), ("rfft", False), ("ifft", True), ("irfft", True)]:
+    op("fft_" + _n, s_fft(_c), r_fft(_n, _c), tol=20, n=40)
 op("one_hot", s_one_hot, lambda xs, a: F.one_hot(xs[0], a["num_classes"]), grad=False, n=20)
 
 

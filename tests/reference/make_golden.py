@@ -186,7 +186,7 @@ def make_cases(seed, scale):
                 case["ties"] = True
             if name == "to" and unrepresentable(specs, attrs):
                 case["unrepresentable"] = True
-            if name == "interpolate" and any(
+            if (name == "interpolate" or name.startswith("fft_")) and any(
                     isinstance(v, str) and v != "-0" for v in specs[0]["v"]):
                 case["nonfinite"] = True
             if name == "pow" and attrs.get("side") == "rhs":

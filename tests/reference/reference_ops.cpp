@@ -2,6 +2,8 @@
 // PyTorch reference of the same name there: same argument order, same defaults.
 #include "reference/reference_ops.h"
 
+#include "kiln/fft.h"
+
 #include <cmath>
 #include <limits>
 #include <map>
@@ -223,24 +225,47 @@ std::map<std::string, ReferenceOp> make_table() {
                     return {kiln::scatter(in.at(0), a["dim"].get<int64_t>(), in.at(1), in.at(2))};
                   },
                   true};
-  t["scatter_add"] = {[](const Inputs& in, const json& a) -> Outputs {
-                        return {kiln::scatter_add(in.at(0), a["dim"].get<int64_t>(), in.at(1),
-                                                  in.at(2))};
-                      },
-                      true};
-  t["index_add"] = {[](const Inputs& in, const json& a) -> Outputs {
-                      return {
-                          kiln::index_add(in.at(0), a["dim"].get<int64_t>(), in.at(1), in.at(2))};
-                    },
-                    true};
+  t["scatter_add"] = {
+      [](const Inputs& in, const json& a) -> Outputs {
+        return {kiln::scatter_add(in.at(0), a["dim"].get<int64_t>(), in.at(1), in.at(2))};
+      },
+      true};
+  t["index_add"] = {
+      [](const Inputs& in, const json& a) -> Outputs {
+        return {kiln::index_add(in.at(0), a["dim"].get<int64_t>(), in.at(1), in.at(2))};
+      },
+      true};
   t["masked_scatter"] = {[](const Inputs& in, const json&) -> Outputs {
                            return {kiln::masked_scatter(in.at(0), in.at(1), in.at(2))};
                          },
                          true};
+  t["index_put"] = {[](const Inputs& in, const json& a) -> Outputs {
+    Tensor y = in.at(0).clone();
+    std::vector<indexing::TensorIndex> indices(in.begin() + 1, in.end() - 1);
+    y.index_put_(indices, in.back(), a["accumulate"].get<bool>());
+    return {y};
+  }};
   t["to"] = {[](const Inputs& in, const json& a) -> Outputs {
                return {in.at(0).to(dtype_from_name(a["dtype"].get<std::string>()))};
              },
              true};
+  // One-dimensional FFTs: a complex input is a real [..., 2] tensor, a complex output
+  // is compared as view_as_real (make_golden.py's r_fft).
+  const auto fft_op =
+      [](Tensor (*fn)(const Tensor&, std::optional<int64_t>, int64_t, const std::string&),
+         bool complex_input) -> ReferenceOp {
+    return {[=](const Inputs& in, const json& a) -> Outputs {
+      const Tensor x = complex_input ? view_as_complex(in.at(0).contiguous()) : in.at(0);
+      const std::optional<int64_t> n =
+          a["n"].is_null() ? std::nullopt : std::optional<int64_t>(a["n"].get<int64_t>());
+      Tensor y = fn(x, n, a["dim"].get<int64_t>(), a["norm"].get<std::string>());
+      return {is_complex(y.dtype()) ? view_as_real(y) : y};
+    }};
+  };
+  t["fft_fft"] = fft_op(kiln::fft::fft, false);
+  t["fft_rfft"] = fft_op(kiln::fft::rfft, false);
+  t["fft_ifft"] = fft_op(kiln::fft::ifft, true);
+  t["fft_irfft"] = fft_op(kiln::fft::irfft, true);
   t["cat"] = {[](const Inputs& in, const json& a) -> Outputs {
                 return {kiln::cat(in, a["dim"].get<int64_t>())};
               },

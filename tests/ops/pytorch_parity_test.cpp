@@ -264,6 +264,28 @@ TEST_P(PytorchParity, EvalBatchNormWithStridedStatisticsAndWeight) {
   EXPECT_TRUE(matches(w.grad(), {2}, {5.448706840885902, -4.90550423968455}, kFloat64Tol));
 }
 
+TEST_P(PytorchParity, TrainingBatchNormUpdatesStridedRunningStatisticsInPlace) {
+  // PyTorch 1.13 updates a sliced running_mean / running_var through the view:
+  // F.batch_norm(x, rm_base[0::2], rv_base[1::3], training=True, momentum=0.25) leaves
+  // rm_base [7.75, 20, 23.125, 40] and rv_base [1, 2.5, 3, 4, 5.0625].
+  Tensor mean_base = make({10, 20, 30, 40}, {4}, float64);
+  Tensor var_base = make({1, 2, 3, 4, 5}, {5}, float64);
+  Tensor y = nn::functional::batch_norm(make({1, 2, 3, 5, -1, 0.5}, {3, 2}, float64),
+                                        mean_base.slice(0, 0, 4, 2), var_base.slice(0, 1, 5, 3), {},
+                                        {}, true, 0.25);
+  EXPECT_TRUE(matches(y, {3, 2},
+                      {0, -0.2672608601114684, 1.2247425750014138, 1.3363043005573418,
+                       -1.2247425750014138, -1.0690434404458735},
+                      kFloat64Tol));
+  EXPECT_TRUE(matches(mean_base, {4}, {7.75, 20, 23.125, 40}, kFloat64Tol));
+  EXPECT_TRUE(matches(var_base, {5}, {1, 2.5, 3, 4, 5.0625}, kFloat64Tol));
+  // An expanded one has one element for every channel: no in-place update can be right.
+  EXPECT_KILN_ERROR(nn::functional::batch_norm(make({1, 2, 3, 5}, {2, 2}, float64),
+                                               make({7}, {1}, float64).expand({2}),
+                                               make({1, 1}, {2}, float64), {}, {}, true),
+                    "batch_norm", "overlap");
+}
+
 // -- dtypes and values ------------------------------------------------------------------
 
 TEST_P(PytorchParity, ZeroDimTensorsPromoteOnlyAcrossCategories) {
@@ -465,6 +487,30 @@ TEST_P(PytorchParity, VarianceWithTooLargeACorrectionIsInfOrNaN) {
   EXPECT_TRUE(matches(make({1, 1}, {2}).var({0}, 2), {}, {kNaN}));
   EXPECT_TRUE(matches(make({1}, {1}).var(), {}, {kNaN}));
   EXPECT_TRUE(matches(make({1, 3}, {2}).std({0}, 3), {}, {kInf}));
+  // Reference case std/7/88: bfloat16 denormals whose float32 squares underflow; PyTorch
+  // 1.13 sums them in double, so the sum is not 0 and the std is inf, not NaN.
+  EXPECT_TRUE(
+      matches(make({-7.346839692639297e-40, 7.346839692639297e-40}, {1, 2}, bfloat16).std({1}, 2),
+              {1}, {kInf}));
+}
+
+TEST_P(PytorchParity, VarianceGradientWithNoDegreesOfFreedom) {
+  // Reference cases var/1/89, var/4/74, var/7/98: for a 0-d input or no dims and
+  // N = correction, PyTorch 1.13's gradient is grad · 2/0 (torch.var(x, dim=0,
+  // correction=1) of a 0-d 1.5, backward(-2.0) gives -inf; backward(0.0) gives NaN).
+  for (DType dtype : {float16, bfloat16, float32, float64}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Tensor x = leaf({1.5}, {}, dtype);
+    (x.var({0}, 1) * -2.0).backward();
+    EXPECT_TRUE(matches(x.grad(), {}, {-kInf}));
+    Tensor y = leaf({1.5}, {1, 1}, dtype);
+    y.var({}, 1, true).sum().backward();
+    EXPECT_TRUE(matches(y.grad(), {1, 1}, {kInf}));
+  }
+  // With dims the x − mean factor stays: inf · 0 = NaN (torch.var(x, dim=0) of [1.5]).
+  Tensor z = leaf({1.5}, {1});
+  z.var({0}, 1).backward();
+  EXPECT_TRUE(matches(z.grad(), {1}, {kNaN}));
 }
 
 TEST_P(PytorchParity, SmallerCornersOfTheApi) {

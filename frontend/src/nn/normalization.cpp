@@ -58,19 +58,36 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
              x.shape());
   Tensor xc = x.contiguous();
   Tensor wc = w.contiguous(), bc = b.contiguous();
-  Tensor rm = running_mean.defined() ? running_mean : filled_like_channel(x, c, 0.0);
-  Tensor rv = running_var.defined() ? running_var : filled_like_channel(x, c, 1.0);
-  KILN_CHECK(rm.is_contiguous() && rv.is_contiguous(),
-             "batch_norm: running statistics must be "
-             "contiguous");
+  for (const Tensor* t : {&running_mean, &running_var})
+    KILN_CHECK(!t->defined() || !t->impl()->has_internal_overlap(),
+               "batch_norm: cannot update running statistics whose elements overlap (an "
+               "expanded view), got strides ",
+               t->strides());
+  // The kernel updates contiguous [C] statistics in place; a strided view (a slice of a
+  // larger buffer) is updated through a contiguous copy, written back below, as PyTorch
+  // updates the view itself.
+  Tensor rm = !running_mean.defined()        ? filled_like_channel(x, c, 0.0)
+              : running_mean.is_contiguous() ? running_mean
+                                             : running_mean.contiguous();
+  Tensor rv = !running_var.defined()        ? filled_like_channel(x, c, 1.0)
+              : running_var.is_contiguous() ? running_var
+                                            : running_var.contiguous();
   Tensor y = empty_like(xc);
   Tensor mean = detail::empty_on(x, {c}, x.dtype()), invstd = detail::empty_on(x, {c}, x.dtype());
   detail::dispatch(
       detail::attrs::batch_norm{.momentum = momentum, .eps = eps},
       {xc.impl().get(), wc.impl().get(), bc.impl().get()},
       {y.impl().get(), mean.impl().get(), invstd.impl().get(), rm.impl().get(), rv.impl().get()});
-  bump_version(rm);
-  bump_version(rv);
+  for (auto [stat, work] : {std::pair{&running_mean, &rm}, std::pair{&running_var, &rv}}) {
+    if (!stat->defined()) continue;
+    if (stat->is_contiguous()) {
+      bump_version(*work);
+    } else {
+      NoGradGuard no_grad;
+      Tensor view = *stat;  // a handle on the same view: copy_ writes the caller's buffer
+      view.copy_(*work);
+    }
+  }
   if (ag::needs_grad({&x, &weight, &bias})) {
     bool gw = ag::requires_grad(weight), gb = ag::requires_grad(bias);
     ag::record("BatchNormBackward", y, {&x, &weight, &bias}, {xc, wc, mean, invstd},

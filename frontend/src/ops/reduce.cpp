@@ -127,6 +127,16 @@ void record_reduction(OpId op, Tensor& result, const Tensor& x, const Tensor& ke
                  });
       break;
     case OpId::var:
+      // PyTorch 1.13's var_backward, for a 0-d input or no dims, answers grad · 2/0 =
+      // ±inf when N − correction is 0 (NaN only where grad is 0), without the x − mean
+      // factor that would make it NaN; with dims it keeps the factor (inf · 0 = NaN).
+      if ((x.dim() == 0 || every_dim) && count == correction && count == 1) {
+        ag::record("VarBackward", result, {&x}, {},
+                   [spread](const Saved&, const Tensor& g) -> Grads {
+                     return {spread(g) * std::numeric_limits<double>::infinity()};
+                   });
+        break;
+      }
       ag::record("VarBackward", result, {&x}, {x},
                  [spread, dims, count, correction](const Saved& s, const Tensor& g) -> Grads {
                    Tensor centered = s[0] - s[0].mean(dims, true);
@@ -294,8 +304,12 @@ Tensor var(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) 
       // reduce()), so only the values are replaced, in place and unrecorded.
       Tensor result = reduce(OpId::var, "var", x, dims, keepdim, Accum::Floating, correction);
       NoGradGuard no_grad;
-      Tensor value = reduce(OpId::var, "var", x, dims, keepdim, Accum::Floating, 0) *
-                     std::numeric_limits<double>::infinity();
+      // The sum of squares in float64 (PyTorch accumulates in double): a float32 one
+      // of tiny values underflows to 0 and would give NaN where PyTorch gives inf.
+      const Tensor wide = x.to(DType::Float64);
+      Tensor value = (reduce(OpId::var, "var", wide, dims, keepdim, Accum::Floating, 0) *
+                      std::numeric_limits<double>::infinity())
+                         .to(result.dtype());
       detail::dispatch(OpId::copy, {value.impl().get()}, {result.impl().get()});
       return result;
     }

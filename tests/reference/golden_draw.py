@@ -771,3 +771,15 @@ def s_index_put(d):
     if r.random() < 0.3:
         vshape = vshape[r.randint(1, len(vshape)):]
     return [d.tensor(dt, shape)] + idx + [d.tensor(dt, vshape)], {"accumulate": accumulate}
+
+
+def constant_row(specs, attrs):
+    """A layer_norm group whose values are all equal (an expanded view, one element):
+    its variance is 0, so x - mean is 0 and the result is the bias; any other answer is
+    rounding noise times 1/sqrt(eps) (layer-norm-constant-row)."""
+    x = apply_view(build_base(specs[0]), specs[0].get("view")).double()
+    n = math.prod(attrs["normalized_shape"])
+    if x.numel() == 0 or n == 0:
+        return False
+    rows = x.reshape(-1, n)
+    return any(bool(torch.isfinite(row).all()) and row.max() == row.min() for row in rows)

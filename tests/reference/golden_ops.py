@@ -103,7 +103,11 @@ def r_pool(kind):
 
 
 def r_batch_norm(xs, a):
-    x, rm, rv, w, b = xs
+    # PyTorch 1.13's CPU batch_norm reads weight, bias and the running statistics as if
+    # contiguous (a sliced weight is read as the next elements, an expanded one past its
+    # buffer): the reference takes contiguous copies, whose gradients flow back to the
+    # views unchanged.
+    x, rm, rv, w, b = [xs[0]] + [t.contiguous() for t in xs[1:]]
     if a["training"]:
         return F.batch_norm(x, None, None, w, b, training=True)
     return F.batch_norm(x, rm, rv, w, b, training=False)

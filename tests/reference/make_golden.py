@@ -184,6 +184,11 @@ def make_cases(seed, scale):
             # Flags that differences.json keys documented differences on.
             if name == "topk" and len(set(specs[0]["v"])) < len(specs[0]["v"]):
                 case["ties"] = True
+            if name == "batch_norm" and any(isinstance(v, str) and v != "-0"
+                                            for spec in specs[1:] for v in spec["v"]):
+                case["nonfinite_params"] = True
+            if name == "layer_norm" and constant_row(specs, attrs):
+                case["constant_row"] = True
             if name == "to" and unrepresentable(specs, attrs):
                 case["unrepresentable"] = True
             if (name == "interpolate" or name.startswith("fft_")) and any(

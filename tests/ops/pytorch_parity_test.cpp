@@ -1,5 +1,6 @@
 // Corners where Kiln once disagreed with PyTorch 1.13 (issue 38), on every device: the
 // gradients of reductions over size-1 dims, ties and NaN; std, pow and prod at zero;
+// prod over several dims and ±inf norms; half gradients computed in float32;
 // type promotion with 0-d tensors; integer scalars kept exact or wrapped; values that
 // do not fit a dtype; in-place ops with a wider operand; clamp's bounds; indexing with
 // 0-d index tensors, huge steps, -0.0 and bool tensors. Every expected value was
@@ -186,6 +187,43 @@ TEST_P(PytorchParity, ProdAndCumprodGradientsWithInfinities) {
   EXPECT_TRUE(matches(e.grad(), {1, 2}, {0.5, 2}));
 }
 
+TEST_P(PytorchParity, ProdOverSeveralDimsIsOneProdAfterAnother) {
+  // PyTorch 1.13's prod takes one dim: x.prod(1, keepdim=True).prod(0).backward() for
+  // [[inf, 2], [3, 4]] gives [[nan, nan], [inf, inf]] (the partial product inf meets
+  // itself in y / x), not the products of the others [[24, inf], [inf, inf]].
+  Tensor x = leaf({kInf, 2, 3, 4}, {2, 2});
+  x.prod({0, 1}).backward();
+  EXPECT_TRUE(matches(x.grad(), {2, 2}, {kNaN, kNaN, kInf, kInf}));
+}
+
+TEST_P(PytorchParity, HalfProdAndCumprodGradientsAreComputedInFloat32) {
+  // The products of the others of [[256, 256, 0, 2^-10]] pass 65504 on the way (256·256)
+  // but end at 64: PyTorch's float32 answer, x.float().prod(1) backward, is [0, 0, 64, 0].
+  Tensor x = leaf({256, 256, 0, 0.0009765625}, {1, 4}, float16);
+  x.prod({1}).sum().backward();
+  EXPECT_EQ(x.grad().dtype(), float16);
+  EXPECT_TRUE(matches(x.grad(), {1, 4}, {0, 0, 64, 0}));
+  // cumprod([1024, 128, 2^-10]) passes through 131072 (inf in float16); with weights
+  // [1, 0, 0.25] the float32 gradient is [1.03125, 0.25, 32768].
+  Tensor c = leaf({1024, 128, 0.0009765625}, {3}, float16);
+  (c.cumprod(0) * make({1, 0, 0.25}, {3}, float16)).sum().backward();
+  EXPECT_TRUE(matches(c.grad(), {3}, {1.03125, 0.25, 32768}));
+}
+
+TEST_P(PytorchParity, InfinityNormGradientSharesAmongTiesAndGivesNaNsZero) {
+  // torch.linalg.vector_norm(x, ord=±inf, dim=1) backward, float32 and float16 alike: ties
+  // share the gradient, times sign(x); a NaN norm's NaN element gets sign(NaN) = 0.
+  for (DType dtype : {float32, float16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Tensor x = leaf({1, -3, 3, kNaN, 2, -2, 0.5, 1}, {2, 4}, dtype);
+    (norm(x, kInf, {1}) * make({-1.5, 2}, {2}, dtype)).sum().backward();
+    EXPECT_TRUE(matches(x.grad(), {2, 4}, {0, 0, 0, 0, 1, -1, 0, 0}));
+    Tensor y = leaf({0.5, -0.5, 2, kInf, kNaN, 1, -4, 0.25}, {2, 4}, dtype);
+    (norm(y, -kInf, {1}) * make({3, -1}, {2}, dtype)).sum().backward();
+    EXPECT_TRUE(matches(y.grad(), {2, 4}, {1.5, -1.5, 0, 0, 0, 0, 0, 0}));
+  }
+}
+
 TEST_P(PytorchParity, Atan2GradientWithAnIntegerOrBoolOperand) {
   // atan2(0.5, [True, False]).backward(ones): 1 / 1.25 + 0 = 0.8.
   Tensor a = leaf({0.5}, {});
@@ -200,6 +238,14 @@ TEST_P(PytorchParity, Atan2GradientWithAnIntegerOrBoolOperand) {
   Tensor c = leaf({-2, 0.5}, {2});
   atan2(c, make({3, 200}, {2}, uint8)).sum().backward();
   EXPECT_TRUE(matches(c.grad(), {2}, {0.23076924681663513, 3.112840414047241}, kFloat32Tol));
+  // A float16 operand against integers from 256 on: a² + b² does not fit float16, so the
+  // gradient is computed in float32 (PyTorch's float32 answer, rounded to float16).
+  Tensor d = leaf({0.5, -2}, {2}, float16);
+  atan2(d, make({300, -400}, {2}, int32)).sum().backward();
+  EXPECT_TRUE(matches(d.grad(), {2}, {0.00333404541015625, -0.0025005340576171875}, kFloat16Tol));
+  Tensor e = leaf({0.5, -2}, {2}, float16);
+  atan2(make({300, -400}, {2}, int64), e).sum().backward();
+  EXPECT_TRUE(matches(e.grad(), {2}, {-0.00333404541015625, 0.0025005340576171875}, kFloat16Tol));
 }
 
 TEST_P(PytorchParity, HalfStdIsComputedInFloat32) {

@@ -36,6 +36,12 @@ std::array<Tensor, 2> minimum_backward(const Tensor& grad, const Tensor& a, cons
 }
 
 std::array<Tensor, 2> atan2_backward(const Tensor& grad, const Tensor& a, const Tensor& b) {
+  // Half types in float32, rounded once: a² + b² overflows float16 from 256 on.
+  if (grad.dtype() == DType::Float16 || grad.dtype() == DType::BFloat16) {
+    auto wide = [](const Tensor& t) { return is_floating(t.dtype()) ? t.to(DType::Float32) : t; };
+    auto [da, db] = atan2_backward(grad.to(DType::Float32), wide(a), wide(b));
+    return {da.to(grad.dtype()), db.to(grad.dtype())};
+  }
   // PyTorch 1.13 squares and negates an integer operand in its own dtype, so a uint8 one
   // wraps around (-9 is 247, 200² is 64); a bool one squares to itself. Kiln has no uint8
   // or bool neg kernel: 0 - a wraps the same way, and a bool a is read as 0 or 1.

@@ -2,7 +2,8 @@
 // catalogue's (std, norm, any, all), rearrangements (flip, roll, repeat, tile, tril,
 // triu, diag) and the public scatter_add / index_add. Being compositions of catalogue
 // ops, they run on every backend and take their gradients from the ops they are made
-// of; only norm's p = 2 case records its own node, for PyTorch's zero gradient at 0.
+// of; only norm records its own node (p = 2 and others for PyTorch's zero gradient at 0,
+// ±inf for its sharing among ties and NaNs).
 
 #include <algorithm>
 #include <cmath>
@@ -79,6 +80,42 @@ Tensor std(const Tensor& x, IntArrayRef dims, int64_t correction, bool keepdim) 
   return s;
 }
 
+namespace {
+
+// The ±inf norm, max or min of |x|, with PyTorch 1.13's gradient (norm_backward): the
+// elements whose |x| equals the norm, or that are NaN where the norm is NaN, share the
+// gradient evenly, times sign(x) with sign(NaN) = 0. A NaN norm thus sends 0 to its NaN
+// elements, not the NaN that amax's rule (0/0 shares, sign(NaN) = NaN) would give.
+Tensor extreme_norm(const Tensor& x, double p, IntArrayRef dims, bool keepdim) {
+  Tensor n;
+  {
+    NoGradGuard no_grad;  // recorded below as one node
+    n = p > 0 ? amax(abs(x), dims, keepdim) : amin(abs(x), dims, keepdim);
+  }
+  if (!ag::needs_grad({&x})) return n;
+  std::vector<int64_t> reduced, kept;  // reduced: the dims summed over; kept: n's keepdim shape
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const bool r = dims.empty() || std::any_of(dims.begin(), dims.end(), [&](int64_t e) {
+                     return detail::wrap_dim(e, x.dim(), "norm") == d;
+                   });
+    if (r) reduced.push_back(d);
+    kept.push_back(r ? 1 : x.size(d));
+  }
+  ag::record("NormBackward", n, {&x}, {x, n},
+             [reduced, kept](const Saved& s, const Tensor& g) -> Grads {
+               const Tensor& x = s[0];
+               Tensor nk = s[1].reshape(kept), gk = g.reshape(kept);
+               Tensor hit = logical_or(abs(x) == nk, logical_and(isnan(x), isnan(nk)));
+               Tensor hits = hit.to(x.dtype());
+               Tensor count = x.dim() == 0 ? hits : hits.sum(reduced, /*keepdim=*/true);
+               Tensor slope = where(isnan(x), 0.0, sign(x)) * hits;
+               return {slope * (gk / count)};
+             });
+  return n;
+}
+
+}  // namespace
+
 Tensor norm(const Tensor& x, double p, IntArrayRef dims, bool keepdim) {
   detail::impl_of(x, "norm");
   KILN_CHECK(is_floating(x.dtype()), "norm: expects a floating-point tensor, got ", x.dtype());
@@ -86,8 +123,7 @@ Tensor norm(const Tensor& x, double p, IntArrayRef dims, bool keepdim) {
              "norm: p must be >= 0, infinity or -infinity, got ", p);
   if (x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16)  // |x|^p overflows them
     return norm(x.to(DType::Float32), p, dims, keepdim).to(x.dtype());
-  if (p == kInfinity) return amax(abs(x), dims, keepdim);
-  if (p == -kInfinity) return amin(abs(x), dims, keepdim);
+  if (std::isinf(p)) return extreme_norm(x, p, dims, keepdim);
   if (p == 0) return sum((x != 0).to(x.dtype()), dims, keepdim);
   if (p == 1) return sum(abs(x), dims, keepdim);
   Tensor n;

@@ -95,6 +95,68 @@ Tensor product_of_others(const Tensor& x, const std::vector<int64_t>& dims) {
   return (before * after).reshape(moved_shape).permute(inverse);
 }
 
+bool is_half(DType dtype) { return dtype == DType::Float16 || dtype == DType::BFloat16; }
+
+// d/dx_i of prod over `dims` (sorted) = the product of the others, times g (y's keepdim
+// shape), as PyTorch 1.13's prod_backward: g·y / x when x holds no zero at all, else
+// every slice's products of the others, without dividing (and 0 for prod() of every dim,
+// no dims given, with two or more zeros).
+Tensor prod_slices_backward(const Tensor& g, const Tensor& x, const Tensor& y,
+                            const std::vector<int64_t>& dims, bool every_dim) {
+  const auto zeros = (x == 0).sum().item<int64_t>();
+  if (zeros == 0) return g * (y / x);
+  // PyTorch's prod() of everything answers 0 outright for two zeros.
+  if (zeros > 1 && every_dim) return zeros_like(x);
+  return g * product_of_others(x, dims);
+}
+
+// The gradient of prod(x, dims) for g (keepdim shape `keep`); `y` is the result when it
+// is x's dtype's own, else undefined. Half types compute in float32 and round once, as
+// PyTorch's float32 opmath: their running products overflow (the products of the others
+// of a float16 slice reach 65504 long before the gradient does).
+Tensor prod_backward(const Tensor& g, const Tensor& x, Tensor y, const std::vector<int64_t>& dims,
+                     bool every_dim, IntArrayRef keep) {
+  if (x.dim() == 0 || x.numel() == 0) return g.reshape(keep).expand(x.shape());
+  if (is_half(x.dtype()))
+    return prod_backward(g.to(DType::Float32), x.to(DType::Float32), Tensor(), dims, every_dim,
+                         keep)
+        .to(x.dtype());
+  Tensor gk = g.reshape(keep);
+  if (every_dim || dims.size() == 1) {
+    if (!y.defined()) y = prod(x, every_dim ? std::vector<int64_t>{} : dims, true).reshape(keep);
+    std::vector<int64_t> all = dims;
+    if (every_dim)
+      for (int64_t d = 0; d < x.dim(); ++d) all.push_back(d);
+    return prod_slices_backward(gk.expand(x.shape()), x, y, all, every_dim);
+  }
+  // PyTorch 1.13's prod takes one dim, so several dims are one prod after another, from
+  // the last dim down; the gradient goes back through each, each with its own zeros rule
+  // (an infinite partial product meets itself in y / x there, giving NaN).
+  std::vector<Tensor> stages{x};
+  for (auto d = dims.rbegin(); d != dims.rend(); ++d)
+    stages.push_back(prod(stages.back(), {*d}, true));
+  for (size_t i = dims.size(); i-- > 0;) {
+    const Tensor& in = stages[i];
+    gk = prod_slices_backward(gk.expand(in.shape()), in, stages[i + 1], {dims[dims.size() - 1 - i]},
+                              false);
+  }
+  return gk;
+}
+
+// Records prod's gradient; dims as given (wrapped, not sorted), empty for every dim.
+void record_prod(Tensor& result, const Tensor& x, const Tensor& keep_out, IntArrayRef keep_shape,
+                 IntArrayRef dims) {
+  std::vector<int64_t> sorted;
+  for (int64_t d : dims) sorted.push_back(x.dim() == 0 ? 0 : detail::wrap_dim(d, x.dim(), "prod"));
+  std::sort(sorted.begin(), sorted.end());
+  const bool every_dim = dims.empty();
+  ag::record(
+      "ProdBackward", result, {&x}, {x, keep_out},
+      [sorted, every_dim, keep = keep_shape.vec()](const Saved& s, const Tensor& g) -> Grads {
+        return {prod_backward(g, s[0], s[1], sorted, every_dim, keep)};
+      });
+}
+
 void record_reduction(OpId op, Tensor& result, const Tensor& x, const Tensor& keep_out,
                       IntArrayRef keep_shape, int64_t correction, bool every_dim) {
   auto xs = x.shape().vec();
@@ -143,21 +205,6 @@ void record_reduction(OpId op, Tensor& result, const Tensor& x, const Tensor& ke
                    return {spread(g) * centered * (2.0 / static_cast<double>(count - correction))};
                  });
       break;
-    case OpId::prod:
-      // d/dx_i prod = prod of the others. As PyTorch 1.13: result / x when x holds no
-      // zero at all, else every slice's products of the others, without dividing (0 for
-      // prod() of every dim, no dims given, with two or more zeros).
-      ag::record("ProdBackward", result, {&x}, {x, keep_out},
-                 [spread, dims, every_dim](const Saved& s, const Tensor& g) -> Grads {
-                   const Tensor& x = s[0];
-                   if (x.dim() == 0 || x.numel() == 0) return {spread(g)};
-                   const auto zeros = (x == 0).sum().item<int64_t>();
-                   if (zeros == 0) return {spread(g) * (s[1] / x)};
-                   // PyTorch's prod() of everything answers 0 outright for two zeros.
-                   if (zeros > 1 && every_dim) return {zeros_like(x)};
-                   return {spread(g) * product_of_others(x, dims)};
-                 });
-      break;
     default:
       break;
   }
@@ -200,8 +247,12 @@ Tensor reduce(OpId op, const char* name, const Tensor& x, IntArrayRef dims, bool
   else
     detail::dispatch(op, {in.impl().get()}, {out.impl().get()});
   Tensor result = keepdim ? out : out.view(r.out_shape);
-  if (ag::needs_grad({&x}))
-    record_reduction(op, result, x, out, r.keep_shape, correction, dims.empty());
+  if (ag::needs_grad({&x})) {
+    if (op == OpId::prod)
+      record_prod(result, x, out, r.keep_shape, dims);
+    else
+      record_reduction(op, result, x, out, r.keep_shape, correction, dims.empty());
+  }
   return result;
 }
 

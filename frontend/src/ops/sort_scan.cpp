@@ -114,6 +114,14 @@ Tensor cumprod(const Tensor& x, int64_t dim) {
           // y = x along a line of one: the gradient passes even at inf or NaN, where
           // the general formula's y / x would not (PyTorch's rule).
           if (single) return {g};
+          // Half types in float32 (y recomputed there too), rounded once, as PyTorch's
+          // float32 opmath: their running products and sums overflow long before the
+          // gradient does.
+          const DType dtype = s[0].dtype();
+          if (dtype == DType::Float16 || dtype == DType::BFloat16) {
+            const Tensor x = s[0].to(DType::Float32);
+            return {cumprod_backward(x, cumprod(x, d), g.to(DType::Float32), d).to(dtype)};
+          }
           return {cumprod_backward(s[0], s[1], g, d)};
         });
   return out;

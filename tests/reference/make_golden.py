@@ -184,6 +184,11 @@ def make_cases(seed, scale):
             # Flags that differences.json keys documented differences on.
             if name == "topk" and len(set(specs[0]["v"])) < len(specs[0]["v"]):
                 case["ties"] = True
+            if name == "conv2d" and any(p > 0 for p in attrs["padding"]) and any(
+                    isinstance(v, str) and v != "-0" for spec in specs[1:] for v in spec["v"]):
+                case["nonfinite_weight_padded"] = True
+            if name == "norm" and specs[0]["dt"] in ("float16", "bfloat16"):
+                case["half_input"] = True
             if name == "batch_norm" and any(isinstance(v, str) and v != "-0"
                                             for spec in specs[1:] for v in spec["v"]):
                 case["nonfinite_params"] = True

@@ -192,6 +192,8 @@ def make_cases(seed, scale):
             if name == "batch_norm" and any(isinstance(v, str) and v != "-0"
                                             for spec in specs[1:] for v in spec["v"]):
                 case["nonfinite_params"] = True
+            if name == "batch_norm" and attrs["training"] and constant_channel(specs):
+                case["constant_row"] = True
             if name == "layer_norm" and constant_row(specs, attrs):
                 case["constant_row"] = True
             if name == "to" and unrepresentable(specs, attrs):

@@ -436,11 +436,17 @@ def s_index_select(d):
         {"dim": dim}
 
 
-def s_gather(d):
-    r = d.rng
+def shape_and_dim(d):
+    """A shape of rank >= 1, a dim drawn for it (sometimes out of range, to test the
+    error) and that dim wrapped into range (0 when it is out of range)."""
     shape = d.shape(min_rank=1)
     dim = rand_dim(d, len(shape))
-    dd = dim % len(shape) if -len(shape) <= dim < len(shape) else 0
+    return shape, dim, dim % len(shape) if -len(shape) <= dim < len(shape) else 0
+
+
+def s_gather(d):
+    r = d.rng
+    shape, dim, dd = shape_and_dim(d)
     ishape = [r.randint(0, n) if k != dd else r.randint(0, 4) for k, n in enumerate(shape)]
     size = shape[dd]
     if size == 0:
@@ -455,9 +461,7 @@ def s_gather(d):
 
 def s_cat(d):
     r = d.rng
-    shape = d.shape(min_rank=1)
-    dim = rand_dim(d, len(shape))
-    dd = dim % len(shape) if -len(shape) <= dim < len(shape) else 0
+    shape, dim, dd = shape_and_dim(d)
     ins = []
     for _ in range(r.randint(1, 3)):
         s = list(shape)
@@ -655,9 +659,7 @@ def _index_shape(d, shape, dd, along):
 
 def s_scatter_add(d):
     r = d.rng
-    shape = d.shape(min_rank=1)
-    dim = rand_dim(d, len(shape))
-    dd = dim % len(shape) if -len(shape) <= dim < len(shape) else 0
+    shape, dim, dd = shape_and_dim(d)
     size = shape[dd]
     ishape = _index_shape(d, shape, dd, r.randint(0, 4) if size else 0)
     idx = [r.randrange(size) for _ in range(math.prod(ishape))] if size else []
@@ -672,9 +674,7 @@ def s_scatter(d):
     """Like scatter_add, but no two index entries name the same element (PyTorch leaves
     which one wins unspecified; Kiln refuses it: scatter-duplicates)."""
     r = d.rng
-    shape = d.shape(min_rank=1)
-    dim = rand_dim(d, len(shape))
-    dd = dim % len(shape) if -len(shape) <= dim < len(shape) else 0
+    shape, dim, dd = shape_and_dim(d)
     size = shape[dd]
     ishape = _index_shape(d, shape, dd, r.randint(0, size))
     idx = np.zeros(ishape, dtype=np.int64)
@@ -688,9 +688,7 @@ def s_scatter(d):
 
 def s_index_add(d):
     r = d.rng
-    shape = d.shape(min_rank=1)
-    dim = rand_dim(d, len(shape))
-    dd = dim % len(shape) if -len(shape) <= dim < len(shape) else 0
+    shape, dim, dd = shape_and_dim(d)
     size = shape[dd]
     idx = [r.randrange(size) for _ in range(r.randint(0, 4))] if size else []
     if idx and r.random() < 0.05:

@@ -395,6 +395,14 @@ TEST_P(TensorMethods, EinsumMatchesTheOpsItStandsFor) {
   EXPECT_KILN_ERROR(einsum("...ij,...jk->...ik", {random({2, 3, 2}, 30, float64), d1}),
                     "do not broadcast");
   EXPECT_KILN_ERROR(einsum("i1->i", {v}), "not a letter");
+  // A label's sizes broadcast across operands as PyTorch's (1.13: "ij,j" of [3, 4] and
+  // [1] is a · v[0] summed over j; a size-1 dim against 0 gives the empty sum).
+  auto one = random({1}, 31, float64).requires_grad_();
+  EXPECT_TRUE(matches(einsum("ij,j", {a, one}), ref_of(a.sum({1}) * one), kFloat64Tol));
+  einsum("ij,j", {a, one}).sum().backward();
+  EXPECT_TRUE(matches(one.grad(), ref_of(a.sum().reshape({1})), kFloat64Tol));
+  EXPECT_TRUE(matches(einsum("ij,j", {zeros({2, 0}, opts(float64)), one}), {2}, {0.0, 0.0}));
+  EXPECT_KILN_ERROR(einsum("ii->i", {random({1, 3}, 32, float64)}), "sizes 1 and 3 of operand 0");
 }
 
 TEST_P(TensorMethods, Pad) {

@@ -96,8 +96,9 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 /// Einstein summation, torch.einsum: "ij,jk->ik" (matmul), "bij,bjk->bik", "i,j->ij"
 /// (outer), "ii->" (trace), "ij->ji", "...ij,jk->...ik" (batch dims broadcast as in
 /// PyTorch; an output without "..." sums them); without "->" the output is the "..."
-/// dims, then the labels used once, in alphabetical order. Shared labels must have equal
-/// sizes. Made of matmul, sum, permute and index_select: differentiable.
+/// dims, then the labels used once, in alphabetical order. A label's sizes in different
+/// operands broadcast (equal, or 1); within one operand they must be equal. Made of
+/// matmul, sum, permute and index_select: differentiable.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 
 /// How precise float32 matrix products (matmul and convolutions) must be, with

@@ -1,6 +1,7 @@
 // kiln::einsum: Einstein summation made of catalogue ops. "..." is first replaced by
 // letters the equation does not use, one per broadcast dim (right-aligned across the
-// operands, size-1 dims expanded, as PyTorch broadcasts them). Each operand then takes
+// operands, size-1 dims expanded, as PyTorch broadcasts them); a label's size-1 dims are
+// expanded likewise to its size in the other operands. Each operand then takes
 // its repeated labels' diagonals (index_select over the merged pair) and sums the
 // labels no one else needs; operands are then joined left to right, each pair as one
 // batched matmul: [batch, left, contracted] x [batch, contracted, right]. Gradients
@@ -236,14 +237,40 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& given_oper
                  std::string(1, output[i]), "' appears twice in '", equation, "'");
     }
   }
-  std::vector<Term> terms;
   for (size_t k = 0; k < operands.size(); ++k) {
-    detail::impl_of(operands[k], "einsum");
     if (k > 0) detail::check_same_device("einsum", {&operands[0], &operands[k]});
     KILN_CHECK(static_cast<int64_t>(inputs[k].size()) == operands[k].dim(), "einsum: operand ", k,
                " of '", equation, "' has ", inputs[k].size(), " labels for shape ",
                operands[k].shape());
-    terms.push_back({operands[k], inputs[k]});
+    for (size_t i = 0; i < inputs[k].size(); ++i) {
+      const size_t j = inputs[k].find(inputs[k][i], i + 1);
+      KILN_CHECK(j == std::string::npos || operands[k].size(static_cast<int64_t>(i)) ==
+                                               operands[k].size(static_cast<int64_t>(j)),
+                 "einsum: label '", std::string(1, inputs[k][i]), "' in '", equation,
+                 "' names dimensions of sizes ", operands[k].size(static_cast<int64_t>(i)), " and ",
+                 operands[k].size(static_cast<int64_t>(j)), " of operand ", k);
+    }
+  }
+  // A label's sizes across operands broadcast as PyTorch's do: equal, or 1 (a size-1 dim
+  // is expanded to the others' size, 0 included).
+  std::map<char, int64_t> label_size;
+  for (size_t k = 0; k < operands.size(); ++k) {
+    for (size_t i = 0; i < inputs[k].size(); ++i) {
+      const int64_t n = operands[k].size(static_cast<int64_t>(i));
+      auto [it, fresh] = label_size.emplace(inputs[k][i], n);
+      if (fresh || n == it->second || n == 1) continue;
+      KILN_CHECK(it->second == 1, "einsum: label '", std::string(1, inputs[k][i]), "' in '",
+                 equation, "' has sizes ", it->second, " and ", n,
+                 " in two operands (they must be equal, or one of them 1)");
+      it->second = n;
+    }
+  }
+  std::vector<Term> terms;
+  for (size_t k = 0; k < operands.size(); ++k) {
+    std::vector<int64_t> shape = operands[k].shape().vec();
+    for (size_t i = 0; i < shape.size(); ++i) shape[i] = label_size[inputs[k][i]];
+    const bool broadcast = shape != operands[k].shape().vec();
+    terms.push_back({broadcast ? operands[k].expand(shape) : operands[k], inputs[k]});
   }
   // What each step still needs: the output's labels and those of the later operands.
   auto needed_after = [&](size_t k) {

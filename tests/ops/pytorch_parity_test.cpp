@@ -628,6 +628,24 @@ TEST_P(PytorchParity, OneDimensionalFftsRefuseNonPositiveN) {
   EXPECT_KILN_ERROR(fft::rfft(x, 0), "rfft", "0");
 }
 
+// PyTorch 1.13 skips a 1-D tensor of size 0 in cat whatever the others' rank (its legacy
+// rule), and returns it for a list of only such tensors, with no check of the dim.
+TEST_P(PytorchParity, CatSkipsOneDimensionalEmptyTensors) {
+  Tensor acc = zeros({0}, opts(float64)).requires_grad_();
+  Tensor x = make({1, 2, 3, 4, 5, 6}, {2, 3}).requires_grad_();
+  Tensor y = cat({acc, x, zeros({0}, opts(kbool))}, 1);
+  EXPECT_EQ(y.shape().vec(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(y.dtype(), float64);  // the skipped tensors still take part in the dtype
+  EXPECT_TRUE(matches(y, {2, 3}, {1, 2, 3, 4, 5, 6}));
+  (y * 2).sum().backward();
+  EXPECT_TRUE(matches(x.grad(), {2, 3}, {2, 2, 2, 2, 2, 2}));
+  EXPECT_EQ(acc.grad().shape().vec(), (std::vector<int64_t>{0}));
+  EXPECT_EQ(cat({zeros({0}, opts(kbool))}, 2).shape().vec(), (std::vector<int64_t>{0}));
+  // A [0, 3] tensor is not legacy-empty: its rank still has to match.
+  EXPECT_KILN_ERROR(cat({zeros({0, 3}, opts()), zeros({3}, opts())}, 0), "cat", "dimensions");
+  EXPECT_TRUE(matches(cat({zeros({0, 3}, opts()), make({1, 2, 3}, {1, 3})}, 0), {1, 3}, {1, 2, 3}));
+}
+
 KILN_INSTANTIATE_FOR_EVERY_DEVICE(PytorchParity);
 
 }  // namespace

@@ -111,7 +111,9 @@ void set_matmul_precision(const std::string& precision);
 std::string get_matmul_precision();
 
 // -- joining and indexing ----------------------------------------------------------
-/// Concatenates along `dim`; all shapes must agree elsewhere; dtypes are promoted.
+/// Concatenates along `dim`; all shapes must agree elsewhere; dtypes are promoted. A 1-D
+/// tensor of size 0 is skipped whatever the others' rank (PyTorch's legacy rule, for
+/// `acc = cat({acc, x})` starting from an empty tensor); it still takes part in the dtype.
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 /// Joins along a new dimension `dim`; all shapes must be equal.
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);

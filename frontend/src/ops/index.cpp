@@ -1,6 +1,8 @@
 // Joining and indexing: cat/stack are copies into slices of one output;
 // index_select and gather are catalogue ops.
 
+#include <algorithm>
+
 #include "autograd/record.h"
 #include "kiln/autograd.h"
 #include "kiln/ops.h"
@@ -14,25 +16,32 @@ using Saved = std::vector<Tensor>;
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   KILN_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
-  const Tensor& first = tensors[0];
+  // PyTorch's legacy rule: a 1-D tensor of size 0 joins anything (the `acc = cat({acc,
+  // x})` idiom starting from an empty tensor); it is skipped, except for the dtype.
+  auto legacy_empty = [](const Tensor& t) { return t.dim() == 1 && t.size(0) == 0; };
+  const auto found = std::find_if_not(tensors.begin(), tensors.end(), legacy_empty);
+  const Tensor& first = found == tensors.end() ? tensors[0] : *found;
   detail::impl_of(first, "cat");
   KILN_CHECK(first.dim() > 0,
              "cat: zero-dimensional tensors cannot be concatenated "
              "(use stack)");
-  int64_t d = detail::wrap_dim(dim, first.dim(), "cat");
+  const bool all_legacy = found == tensors.end();
+  const int64_t d = all_legacy ? 0 : detail::wrap_dim(dim, first.dim(), "cat");
+  const size_t first_index = static_cast<size_t>(&first - tensors.data());
   DType dtype = first.dtype();
   int64_t total = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
     detail::check_same_device("cat", {&first, &t});
+    dtype = promote_types(dtype, t.dtype());
+    if (legacy_empty(t) && !all_legacy) continue;
     KILN_CHECK(t.dim() == first.dim(), "cat: tensor ", i, " has ", t.dim(),
-               " dimensions but tensor 0 has ", first.dim(), " (shapes ", t.shape(), " and ",
-               first.shape(), ")");
+               " dimensions but tensor ", first_index, " has ", first.dim(), " (shapes ", t.shape(),
+               " and ", first.shape(), ")");
     for (int64_t j = 0; j < t.dim(); ++j)
       KILN_CHECK(j == d || t.size(j) == first.size(j), "cat: shapes ", first.shape(), " and ",
                  t.shape(), " (tensor ", i, ") differ in dimension ", j,
                  ", which is not the concatenation dimension ", d);
-    dtype = promote_types(dtype, t.dtype());
     total += t.size(d);
   }
   detail::SmallDims shape(first.shape().begin(), first.shape().end());
@@ -42,7 +51,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     NoGradGuard no_grad;  // recorded below as one node
     int64_t offset = 0;
     for (const Tensor& t : tensors) {
-      if (t.size(d) > 0) out.narrow(d, offset, t.size(d)).copy_(t);
+      if (legacy_empty(t) && !all_legacy) continue;
+      if (t.numel() > 0) out.narrow(d, offset, t.size(d)).copy_(t);
       offset += t.size(d);
     }
   }
@@ -50,10 +60,10 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     bool any = false;
     for (const Tensor& t : tensors) any |= t.requires_grad();
     if (any) {
-      std::vector<int64_t> sizes;
+      std::vector<int64_t> sizes;  // -1: a skipped legacy-empty tensor
       std::vector<DType> dtypes;
       for (const Tensor& t : tensors) {
-        sizes.push_back(t.size(d));
+        sizes.push_back(legacy_empty(t) && !all_legacy ? -1 : t.size(d));
         dtypes.push_back(t.dtype());
       }
       auto node =
@@ -63,6 +73,10 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
                 Grads grads;
                 int64_t offset = 0;
                 for (size_t i = 0; i < sizes.size(); ++i) {
+                  if (sizes[i] < 0) {
+                    grads.push_back(zeros({0}, TensorOptions(dtypes[i]).device(g.device())));
+                    continue;
+                  }
                   grads.push_back(g.narrow(d, offset, sizes[i]).to(dtypes[i]));
                   offset += sizes[i];
                 }

@@ -119,6 +119,18 @@ TEST(Creation, ArangeFloatingBoundsGiveFloat32) {
 TEST(Creation, ArangeBadStepThrows) {
   EXPECT_KILN_ERROR(arange(0, 5, 0));
   EXPECT_KILN_ERROR(arange(0, 5, -1));  // step's sign disagrees with end - start
+  EXPECT_KILN_ERROR(arange(0, 5, 0.5, TensorOptions().dtype(int32)), "0.5", "truncated to 0");
+}
+
+// An integer dtype counts with truncated bounds and step, as PyTorch 1.13's arange.
+TEST(Creation, ArangeOfAnIntegerDTypeTruncatesFractionalBounds) {
+  EXPECT_TRUE(matches(arange(0, 6, 1.5, TensorOptions().dtype(int64)), {6}, {0, 1, 2, 3, 4, 5}));
+  EXPECT_TRUE(matches(arange(-1.5, 3, 1, TensorOptions().dtype(int64)), {4}, {-1, 0, 1, 2}));
+  EXPECT_TRUE(matches(arange(2.7, TensorOptions().dtype(int64)), {2}, {0, 1}));
+  // PyTorch's length for other integer dtypes comes from the untruncated bounds.
+  EXPECT_TRUE(matches(arange(2.7, TensorOptions().dtype(int32)), {3}, {0, 1, 2}));
+  EXPECT_TRUE(matches(arange(0, 6, 1.5, TensorOptions().dtype(int32)), {4}, {0, 1, 2, 3}));
+  EXPECT_TRUE(matches(arange(5.5, -1, -2.5, TensorOptions().dtype(int64)), {3}, {5, 3, 1}));
 }
 
 TEST(Creation, LinspaceEndpointsAreExact) {

@@ -314,7 +314,8 @@ Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
 Tensor full_like(const Tensor& t, Scalar value);
 /// start, start+step, ... < end (as torch.arange). Without a dtype in the options
-/// the result is int64 when every bound is an integer, else float32:
+/// the result is int64 when every bound is an integer, else float32. An integer dtype
+/// with fractional bounds counts from start and step truncated to integers, as PyTorch:
 /// @code
 ///   kiln::arange(5);               // int64 [0, 1, 2, 3, 4]
 ///   kiln::arange(0.0, 1.0, 0.25);  // float32 [0, 0.25, 0.5, 0.75]

@@ -59,21 +59,48 @@ Tensor scalar_tensor(Scalar value, TensorOptions options) { return full({}, valu
 Tensor arange(Scalar end, TensorOptions options) { return arange(0, end, 1, options); }
 
 Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
-  bool integral = start.kind() != Scalar::Kind::Floating && end.kind() != Scalar::Kind::Floating &&
-                  step.kind() != Scalar::Kind::Floating;
+  const bool integral = start.kind() != Scalar::Kind::Floating &&
+                        end.kind() != Scalar::Kind::Floating &&
+                        step.kind() != Scalar::Kind::Floating;
   if (!options.has_dtype()) options.dtype(integral ? DType::Int64 : DType::Float32);
-  double s = start.to_double(), e = end.to_double(), st = step.to_double();
-  KILN_CHECK(st != 0 && std::isfinite(s) && std::isfinite(e) && std::isfinite(st),
-             "arange: need finite bounds and a non-zero step, got start=", s, " end=", e,
-             " step=", st);
-  KILN_CHECK((e - s) / st >= 0 || s == e, "arange: the step ", st,
-             " moves away from the end (start=", s, ", end=", e, ")");
-  int64_t n = integral
-                  ? (end.to_int() - start.to_int() + step.to_int() - (step.to_int() > 0 ? 1 : -1)) /
-                        step.to_int()
-                  : static_cast<int64_t>(std::ceil((e - s) / st));
+  const double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  KILN_CHECK(std::isfinite(s) && std::isfinite(e) && std::isfinite(st),
+             "arange: need finite bounds and step, got start=", s, " end=", e, " step=", st);
+  int64_t n = 0;
+  double first = s, stride = st;
+  if (integral) {
+    KILN_CHECK(st != 0, "arange: the step must be non-zero");
+    KILN_CHECK((e - s) / st >= 0 || s == e, "arange: the step ", st,
+               " moves away from the end (start=", s, ", end=", e, ")");
+    const int64_t a = start.to_int(), b = end.to_int(), c = step.to_int();
+    n = (b - a + c - (c > 0 ? 1 : -1)) / c;
+  } else if (is_integral(options.dtype())) {
+    // PyTorch 1.13 counts an integer dtype's values from start and step truncated to
+    // integers (arange(0, 6, 1.5, int64) is 0, 1, ..., 5; a step of 0.5 is 0), and its
+    // length from the truncated bounds for int64 but from the given ones for the other
+    // integer dtypes (arange(2.7, int32) has 3 values, arange(2.7, int64) 2).
+    constexpr double kLimit = 9.2233720368547758e18;  // 2^63
+    KILN_CHECK(std::abs(s) < kLimit && std::abs(e) < kLimit && std::abs(st) < kLimit,
+               "arange: start=", s, " end=", e, " step=", st, " do not fit in ", options.dtype());
+    const int64_t a = static_cast<int64_t>(s), b = static_cast<int64_t>(e),
+                  c = static_cast<int64_t>(st);
+    KILN_CHECK(c != 0, "arange: the step must be non-zero, got ", st,
+               " (truncated to 0 for an integer dtype)");
+    KILN_CHECK(c > 0 ? b >= a : b <= a, "arange: the step ", c,
+               " moves away from the end (start=", a, ", end=", b,
+               ", truncated for an integer dtype)");
+    n = options.dtype() == DType::Int64 ? (b - a + c - (c > 0 ? 1 : -1)) / c
+                                        : static_cast<int64_t>(std::ceil((e - s) / st));
+    first = static_cast<double>(a);
+    stride = static_cast<double>(c);
+  } else {
+    KILN_CHECK(st != 0, "arange: the step must be non-zero");
+    KILN_CHECK((e - s) / st >= 0 || s == e, "arange: the step ", st,
+               " moves away from the end (start=", s, ", end=", e, ")");
+    n = static_cast<int64_t>(std::ceil((e - s) / st));
+  }
   Tensor t = empty({std::max<int64_t>(n, 0)}, options);
-  detail::dispatch(detail::attrs::arange{.start = s, .step = st}, {}, {t.impl().get()});
+  detail::dispatch(detail::attrs::arange{.start = first, .step = stride}, {}, {t.impl().get()});
   return t;
 }
 

@@ -107,6 +107,15 @@ TEST_P(PytorchParity, PowGradientsAtZero) {
   EXPECT_TRUE(matches(c.grad(), {2}, {0, 0}));
 }
 
+// pow's gradient multiplies as PyTorch's pow_backward: grad * (b * a^(b-1)). In float16
+// b * a^(b-1) = 16 * 2^15 overflows, so PyTorch 1.13 gives inf for a gradient of 2^-10;
+// the other order, (grad * b) * a^(b-1), gave 512.
+TEST_P(PytorchParity, PowGradientMultipliesInPyTorchsOrder) {
+  Tensor a = leaf({2}, {1}, float16);
+  (pow(a, make({16}, {1}, int32)) * std::ldexp(1.0, -10)).sum().backward();
+  EXPECT_TRUE(std::isinf(a.grad().to(float32).item<float>()));
+}
+
 TEST_P(PytorchParity, MaximumAndMinimumSplitTiesAndGiveNaNsToBoth) {
   // torch.maximum/minimum(a, b).backward(g) with g = [1, 2, 4, 8, 16]: a tie halves the
   // gradient, the loser gets 0, and where either side is NaN both get all of it.

@@ -612,6 +612,14 @@ TEST_P(PytorchParity, IndexPutKeepsNegativeZeroAndTakesBoolAndEmptyTensors) {
   EXPECT_EQ(f.shape(), IntArrayRef({2, 0}));
 }
 
+// PyTorch 1.13 checks index_add's index even when src has no elements to add.
+TEST_P(PytorchParity, IndexAddChecksTheIndexWithNothingToAdd) {
+  Tensor x = zeros({0, 1}, opts(bfloat16));
+  EXPECT_KILN_ERROR(index_add(x, -1, make({1, 0, 0}, {3}, int64), zeros({0, 3}, opts(bfloat16))),
+                    "index_add", "index 1", "size 1");
+  EXPECT_EQ(index_add(x, -1, make({0, 0}, {2}, int64), zeros({0, 2}, opts(bfloat16))).numel(), 0);
+}
+
 TEST_P(PytorchParity, BoolScatterAddAndIndexAddAreALogicalOr) {
   Tensor b = zeros({3}, opts(kbool));
   EXPECT_EQ(b.scatter_add(0, make({0, 0}, {2}, int64), make({1, 1}, {2}, kbool)).to_vector<bool>(),

@@ -43,6 +43,10 @@ Tensor cast(const Tensor& t, DType dtype);
 /// A new contiguous tensor with `like`'s device.
 Tensor empty_on(const Tensor& like, IntArrayRef shape, DType dtype);
 
+/// Checks that every entry of the int64 `index` is in [0, size) for dimension `d`, with
+/// one host read; for ops whose kernel, which checks otherwise, has nothing to copy.
+void check_index_in_range(const Tensor& index, int64_t size, int64_t d, const char* op);
+
 /// A 0-d tensor holding `value` on `like`'s device: an operand of `like (op) value`,
 /// so an integer value wraps into an integer dtype (uint8 + (-3) subtracts 3).
 Tensor scalar_on(const Tensor& like, Scalar value, DType dtype);

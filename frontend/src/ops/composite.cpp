@@ -365,9 +365,11 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
   }
   Tensor part = detail::cast(src, x.dtype()).contiguous();
   Tensor out = x.clone();
-  if (idx.numel() > 0)
+  if (part.numel() > 0)
     detail::dispatch(detail::attrs::index_add{.dim = d}, {idx.impl().get(), part.impl().get()},
                      {out.impl().get()});
+  else  // nothing to add, so no kernel reads the index: checked here, as PyTorch does
+    detail::check_index_in_range(idx, x.size(d), d, "index_add");
   if (ag::needs_grad({&x, &src}))
     ag::record("IndexAddBackward", out, {&x, &src}, {idx},
                [d, src_dtype = src.dtype()](const Saved& s, const Tensor& g) -> Grads {

@@ -14,6 +14,15 @@ namespace ag = detail::autograd_impl;
 using Grads = std::vector<Tensor>;
 using Saved = std::vector<Tensor>;
 
+namespace detail {
+void check_index_in_range(const Tensor& index, int64_t size, int64_t d, const char* op) {
+  if (index.numel() == 0) return;
+  const int64_t first = amin(index).item<int64_t>(), last = amax(index).item<int64_t>();
+  KILN_CHECK(first >= 0 && last < size, op, ": index ", first < 0 ? first : last,
+             " is out of range for dimension ", d, " of size ", size);
+}
+}  // namespace detail
+
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   KILN_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
   // PyTorch's legacy rule: a 1-D tensor of size 0 joins anything (the `acc = cat({acc,
@@ -123,10 +132,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   Tensor out = detail::empty_on(x, shape, x.dtype());
   if (out.numel() == 0 && idx.numel() > 0) {
     // Nothing to copy, so no kernel reads the index: check it here (as PyTorch does).
-    const int64_t first = amin(idx).item<int64_t>(), last = amax(idx).item<int64_t>();
-    const int64_t bad = first < 0 ? first : last;
-    KILN_CHECK(first >= 0 && last < x.size(d), "index_select: index ", bad,
-               " is out of range for dimension ", d, " of size ", x.size(d));
+    detail::check_index_in_range(idx, x.size(d), d, "index_select");
     return out;
   }
   detail::dispatch(detail::attrs::index_select{.dim = d}, {x.impl().get(), idx.impl().get()},

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <type_traits>
 
 namespace kiln::test::reference {
 namespace {
@@ -266,6 +267,91 @@ std::map<std::string, ReferenceOp> make_table() {
   t["fft_rfft"] = fft_op(kiln::fft::rfft, false);
   t["fft_ifft"] = fft_op(kiln::fft::ifft, true);
   t["fft_irfft"] = fft_op(kiln::fft::irfft, true);
+  // Two- and n-dimensional FFTs (make_golden.py's r_fftn): attrs "s" and "dims" (null:
+  // the default), "norm".
+  const auto fftn_op = [](auto fn, bool complex_input, bool two) -> ReferenceOp {
+    return {[=](const Inputs& in, const json& a) -> Outputs {
+      const Tensor x = complex_input ? view_as_complex(in.at(0).contiguous()) : in.at(0);
+      const fft::Sizes s =
+          a["s"].is_null() ? fft::Sizes() : fft::Sizes(a["s"].get<std::vector<int64_t>>());
+      fft::Dims dims;
+      if (!a["dims"].is_null())
+        dims = a["dims"].get<std::vector<int64_t>>();
+      else if (two)
+        dims = std::vector<int64_t>{-2, -1};
+      Tensor y;
+      if constexpr (std::is_invocable_v<decltype(fn), const Tensor&, fft::Sizes, fft::Dims,
+                                        const std::string&>)
+        y = fn(x, s, dims, a["norm"].get<std::string>());
+      else
+        y = fn(x, s, *dims, a["norm"].get<std::string>());
+      return {is_complex(y.dtype()) ? view_as_real(y) : y};
+    }};
+  };
+  t["fft_fft2"] = fftn_op(kiln::fft::fft2, false, true);
+  t["fft_ifft2"] = fftn_op(kiln::fft::ifft2, true, true);
+  t["fft_rfft2"] = fftn_op(kiln::fft::rfft2, false, true);
+  t["fft_irfft2"] = fftn_op(kiln::fft::irfft2, true, true);
+  t["fft_fftn"] = fftn_op(kiln::fft::fftn, false, false);
+  t["fft_ifftn"] = fftn_op(kiln::fft::ifftn, true, false);
+  t["fft_rfftn"] = fftn_op(kiln::fft::rfftn, false, false);
+  t["fft_irfftn"] = fftn_op(kiln::fft::irfftn, true, false);
+  // -- composite methods ---------------------------------------------------------------
+  t["einsum"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {kiln::einsum(a["equation"].get<std::string>(), in)};
+  }};
+  t["unique"] = {[](const Inputs& in, const json&) -> Outputs {
+                   auto [values, inverse, counts] = kiln::unique(in.at(0));
+                   return {values, inverse, counts};
+                 },
+                 true};
+  t["dropout"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {F::dropout(in.at(0), a["p"].get<double>(), a["training"].get<bool>())};
+  }};
+  t["argsort"] = {[](const Inputs& in, const json& a) -> Outputs {
+    return {kiln::argsort(in.at(0), a["dim"].get<int64_t>(), a["descending"].get<bool>())};
+  }};
+  t["nonzero"] = {
+      [](const Inputs& in, const json&) -> Outputs { return {kiln::nonzero(in.at(0))}; }};
+  t["masked_select"] = {[](const Inputs& in, const json&) -> Outputs {
+                          return {kiln::masked_select(in.at(0), in.at(1))};
+                        },
+                        true};
+  t["repeat"] = {
+      [](const Inputs& in, const json& a) -> Outputs { return {in.at(0).repeat(ints(a["reps"]))}; },
+      true};
+  t["diag"] = {[](const Inputs& in, const json& a) -> Outputs {
+                 return {kiln::diag(in.at(0), a["diagonal"].get<int64_t>())};
+               },
+               true};
+  t["split"] = {[](const Inputs& in, const json& a) -> Outputs {
+                  const std::string kind = a["kind"].get<std::string>();
+                  const int64_t dim = a["dim"].get<int64_t>();
+                  if (kind == "chunk") return in.at(0).chunk(a["arg"].get<int64_t>(), dim);
+                  if (kind == "sizes") return in.at(0).split(ints(a["arg"]), dim);
+                  return in.at(0).split(a["arg"].get<int64_t>(), dim);
+                },
+                true};
+  // -- creation: in[0] is a 0-d anchor naming the device; attrs "dtype" (null: inferred).
+  const auto creation_options = [](const Tensor& anchor, const json& a) {
+    TensorOptions o = TensorOptions().device(anchor.device());
+    return a["dtype"].is_null() ? o : o.dtype(dtype_from_name(a["dtype"].get<std::string>()));
+  };
+  t["full"] = {
+      [=](const Inputs& in, const json& a) -> Outputs {
+        return {kiln::full(ints(a["shape"]), scalar_of(a["value"]), creation_options(in.at(0), a))};
+      },
+      true};
+  t["arange"] = {[=](const Inputs& in, const json& a) -> Outputs {
+    const TensorOptions o = creation_options(in.at(0), a);
+    if (a["start"].is_null()) return {kiln::arange(scalar_of(a["end"]), o)};
+    const Scalar step = a["step"].is_null() ? Scalar(int64_t{1}) : scalar_of(a["step"]);
+    return {kiln::arange(scalar_of(a["start"]), scalar_of(a["end"]), step, o)};
+  }};
+  t["linspace"] = {[=](const Inputs& in, const json& a) -> Outputs {
+    return {kiln::linspace(a["start"].get<double>(), a["end"].get<double>(),
+                           a["steps"].get<int64_t>(), creation_options(in.at(0), a))};
+  }};
   t["cat"] = {[](const Inputs& in, const json& a) -> Outputs {
                 return {kiln::cat(in, a["dim"].get<int64_t>())};
               },

@@ -403,6 +403,10 @@ TEST_P(TensorMethods, EinsumMatchesTheOpsItStandsFor) {
   EXPECT_TRUE(matches(one.grad(), ref_of(a.sum().reshape({1})), kFloat64Tol));
   EXPECT_TRUE(matches(einsum("ij,j", {zeros({2, 0}, opts(float64)), one}), {2}, {0.0, 0.0}));
   EXPECT_KILN_ERROR(einsum("ii->i", {random({1, 3}, 32, float64)}), "sizes 1 and 3 of operand 0");
+  // The size-1 side is squeezed, so the other operand sums over the label first, as in
+  // PyTorch 1.13: [[2, -1]] x [[-inf]] is (2 - 1) * -inf = -inf, not -inf + inf = NaN.
+  Tensor lhs = make({2, -1}, {1, 2}, float64), rhs = make({-kInf}, {1, 1}, float64);
+  EXPECT_EQ(einsum("ij,jk->ik", {lhs, rhs}).item<double>(), -kInf);
 }
 
 TEST_P(TensorMethods, Pad) {

@@ -1,9 +1,9 @@
 // kiln::einsum: Einstein summation made of catalogue ops. "..." is first replaced by
 // letters the equation does not use, one per broadcast dim (right-aligned across the
-// operands, size-1 dims expanded, as PyTorch broadcasts them); a label's size-1 dims are
-// expanded likewise to its size in the other operands. Each operand then takes
-// its repeated labels' diagonals (index_select over the merged pair) and sums the
-// labels no one else needs; operands are then joined left to right, each pair as one
+// operands, size-1 dims expanded, as PyTorch broadcasts them); a label's size-1 dim where
+// the label is larger in another operand is squeezed out, as PyTorch does. Each operand
+// then takes its repeated labels' diagonals (index_select over the merged pair) and sums
+// the labels no one else needs; operands are then joined left to right, each pair as one
 // batched matmul: [batch, left, contracted] x [batch, contracted, right]. Gradients
 // come from those ops.
 
@@ -265,17 +265,23 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& given_oper
       it->second = n;
     }
   }
+  // A size-1 dim of a label that is larger elsewhere is squeezed out of its operand, as
+  // PyTorch does: the label then lives in the other operands only (summed there first
+  // when nothing else needs it), without materialising the broadcast.
   std::vector<Term> terms;
   for (size_t k = 0; k < operands.size(); ++k) {
-    std::vector<int64_t> shape = operands[k].shape().vec();
-    for (size_t i = 0; i < shape.size(); ++i) shape[i] = label_size[inputs[k][i]];
-    const bool broadcast = shape != operands[k].shape().vec();
-    terms.push_back({broadcast ? operands[k].expand(shape) : operands[k], inputs[k]});
+    Term term{operands[k], inputs[k]};
+    for (size_t i = term.labels.size(); i-- > 0;) {
+      if (term.t.size(static_cast<int64_t>(i)) != 1 || label_size[term.labels[i]] == 1) continue;
+      term.t = term.t.squeeze(static_cast<int64_t>(i));
+      term.labels.erase(i, 1);
+    }
+    terms.push_back(std::move(term));
   }
   // What each step still needs: the output's labels and those of the later operands.
   auto needed_after = [&](size_t k) {
     std::string needed = output;
-    for (size_t j = k + 1; j < terms.size(); ++j) needed += inputs[j];
+    for (size_t j = k + 1; j < terms.size(); ++j) needed += terms[j].labels;
     return needed;
   };
   Term acc = reduce_term(terms[0], needed_after(0), equation);

@@ -1003,3 +1003,34 @@ def s_linspace(d):
     return [anchor(d)], {"start": r.randint(-40, 40) / 4, "end": r.randint(-40, 40) / 4,
                          "steps": r.choice([0, 1, 2, 3, 5, 7]),
                          "dtype": r.choice([None, "float32", "float64", "float16", "bfloat16"])}
+
+
+# -- optimizer steps: a parameter and the gradients of two steps -----------------------------
+
+def optimizer_inputs(d):
+    r = d.rng
+    dt = r.choice(["float32", "float32", "float64", "float16", "bfloat16"])
+    shape = d.shape(min_rank=1, max_rank=3)
+    return [d.tensor(dt, shape, view=False)] + \
+        [d.tensor(dt, shape, view=False, mode=r.choice(["plain", "wide", "edge"])) for _ in range(2)]
+
+
+def s_sgd(d):
+    r = d.rng
+    momentum = r.choice([0.0, 0.0, 0.5, 0.9])
+    nesterov = momentum > 0 and r.random() < 0.4
+    dampening = 0.0 if nesterov or r.random() < 0.6 else r.choice([0.1, 0.5])
+    if r.random() < 0.05:  # refused: nesterov with dampening, a negative rate
+        nesterov, dampening, momentum = True, 0.5, 0.9
+    return optimizer_inputs(d), {"lr": r.choice([0.1, 0.01, 1.0, -0.1 if r.random() < 0.05 else 0.5]),
+                                 "momentum": momentum, "dampening": dampening,
+                                 "weight_decay": r.choice([0.0, 0.0, 0.01, 0.5]), "nesterov": nesterov}
+
+
+def s_adam(d):
+    r = d.rng
+    return optimizer_inputs(d), {"lr": r.choice([1e-3, 0.1, 1.0]),
+                                 "betas": r.choice([[0.9, 0.999], [0.5, 0.9], [0.0, 0.99]]),
+                                 "eps": r.choice([1e-8, 1e-3]),
+                                 "weight_decay": r.choice([0.0, 0.0, 0.01, 0.5]),
+                                 "decoupled": r.random() < 0.5}

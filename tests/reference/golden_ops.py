@@ -129,16 +129,19 @@ OPS = {}
 
 
 def op(name, sampler, ref, grad=True, tol=1.0, n=60, grad_inputs=None, float32_for=(),
-       broadcast_sum=False, atol_by_input=False):
+       broadcast_sum=False, atol_by_input=False, atol_by_terms=False):
     """float32_for: input dtypes whose PyTorch 1.13 CPU kernel is itself wrong; the
     reference is computed in float32 and rounded (as for a missing half kernel).
     broadcast_sum: an elementwise op whose gradients sum terms over broadcast dims or
     an expanded input, which can cancel (make_golden.py's grad_slack).
     atol_by_input: outputs mix every input element (FFTs), so their rounding error
-    grows with the largest input: the absolute tolerance is scaled by it."""
+    grows with the largest input: the absolute tolerance is scaled by it.
+    atol_by_terms: outputs are sums of products (matmul, einsum) that can cancel: the
+    absolute tolerance is scaled by the largest sum of the terms' magnitudes (the op
+    on the inputs' absolute values, in float64)."""
     OPS[name] = dict(sampler=sampler, ref=ref, grad=grad, tol=tol, n=n, grad_inputs=grad_inputs,
                      float32_for=float32_for, broadcast_sum=broadcast_sum,
-                     atol_by_input=atol_by_input)
+                     atol_by_input=atol_by_input, atol_by_terms=atol_by_terms)
 
 
 for _n in ["neg", "abs", "sign", "relu"]:
@@ -194,7 +197,8 @@ op("clamp", s_clamp, r_clamp, n=100)
 op("where", s_where, r_where, n=100)
 op("masked_fill", s_masked_fill, lambda xs, a: xs[0].masked_fill(xs[1], scalar_value(a["scalar"])),
    n=80)
-op("matmul", s_matmul, lambda xs, a: torch.matmul(xs[0], xs[1]), tol=20, n=100)
+op("matmul", s_matmul, lambda xs, a: torch.matmul(xs[0], xs[1]), tol=20, n=100,
+   atol_by_terms=True)
 op("index_select", s_index_select, lambda xs, a: torch.index_select(xs[0], a["dim"], xs[1]), n=60)
 op("gather", s_gather, lambda xs, a: torch.gather(xs[0], a["dim"], xs[1]), n=60)
 op("cat", s_cat, lambda xs, a: torch.cat(xs, a["dim"]), n=50)
@@ -285,7 +289,8 @@ def r_fftn(name, complex_input):
 for _n in ["fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn"]:
     op("fft_" + _n, s_fftn(_n), r_fftn(_n, _n in ("ifft2", "irfft2", "ifftn", "irfftn")),
        tol=20, n=30, atol_by_input=True)
-op("einsum", s_einsum, lambda xs, a: torch.einsum(a["equation"], *xs), tol=20, n=80)
+op("einsum", s_einsum, lambda xs, a: torch.einsum(a["equation"], *xs), tol=20, n=80,
+   atol_by_terms=True)
 op("unique", s_unique,
    lambda xs, a: list(torch.unique(xs[0], sorted=True, return_inverse=True, return_counts=True)),
    grad=False, n=50)
@@ -334,3 +339,26 @@ op("arange", s_arange, r_arange, grad=False, n=60)
 op("linspace", s_linspace,
    lambda xs, a: torch.linspace(a["start"], a["end"], a["steps"], **creation_kwargs(a)),
    grad=False, n=30)
+
+
+def r_optimizer(kind):
+    """Two steps of torch.optim's SGD or Adam/AdamW on a copy of the parameter, with the
+    two gradients given; the parameter after them."""
+    def f(xs, a):
+        p = xs[0].detach().clone().requires_grad_(True)
+        if kind == "sgd":
+            opt = torch.optim.SGD([p], lr=a["lr"], momentum=a["momentum"], dampening=a["dampening"],
+                                  weight_decay=a["weight_decay"], nesterov=a["nesterov"])
+        else:
+            cls = torch.optim.AdamW if a["decoupled"] else torch.optim.Adam
+            opt = cls([p], lr=a["lr"], betas=tuple(a["betas"]), eps=a["eps"],
+                      weight_decay=a["weight_decay"])
+        for g in xs[1:]:
+            p.grad = g.detach().clone()
+            opt.step()
+        return p.detach()
+    return f
+
+
+op("sgd", s_sgd, r_optimizer("sgd"), grad=False, tol=10, n=40)
+op("adam", s_adam, r_optimizer("adam"), grad=False, tol=10, n=40)

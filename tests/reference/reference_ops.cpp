@@ -352,6 +352,42 @@ std::map<std::string, ReferenceOp> make_table() {
     return {kiln::linspace(a["start"].get<double>(), a["end"].get<double>(),
                            a["steps"].get<int64_t>(), creation_options(in.at(0), a))};
   }};
+  // -- optimizer steps: two steps on a copy of in[0] with the gradients in[1], in[2].
+  const auto two_steps = [](const Inputs& in, auto make_optimizer) -> Outputs {
+    Tensor p = in.at(0).clone().detach();
+    p.requires_grad_();
+    auto opt = make_optimizer(p);
+    for (size_t k = 1; k < in.size(); ++k) {
+      p.set_grad(in[k].clone());
+      opt.step();
+    }
+    return {p.detach()};
+  };
+  t["sgd"] = {[=](const Inputs& in, const json& a) -> Outputs {
+    return two_steps(in, [&](const Tensor& p) {
+      return optim::SGD({p}, optim::SGDOptions(a["lr"].get<double>())
+                                 .momentum(a["momentum"].get<double>())
+                                 .dampening(a["dampening"].get<double>())
+                                 .weight_decay(a["weight_decay"].get<double>())
+                                 .nesterov(a["nesterov"].get<bool>()));
+    });
+  }};
+  t["adam"] = {[=](const Inputs& in, const json& a) -> Outputs {
+    const auto betas = std::make_pair(a["betas"][0].get<double>(), a["betas"][1].get<double>());
+    if (a["decoupled"].get<bool>())
+      return two_steps(in, [&](const Tensor& p) {
+        return optim::AdamW({p}, optim::AdamWOptions(a["lr"].get<double>())
+                                     .betas(betas)
+                                     .eps(a["eps"].get<double>())
+                                     .weight_decay(a["weight_decay"].get<double>()));
+      });
+    return two_steps(in, [&](const Tensor& p) {
+      return optim::Adam({p}, optim::AdamOptions(a["lr"].get<double>())
+                                  .betas(betas)
+                                  .eps(a["eps"].get<double>())
+                                  .weight_decay(a["weight_decay"].get<double>()));
+    });
+  }};
   t["cat"] = {[](const Inputs& in, const json& a) -> Outputs {
                 return {kiln::cat(in, a["dim"].get<int64_t>())};
               },

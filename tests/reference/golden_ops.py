@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from golden_draw import *  # noqa: F401,F403 (the samplers and helpers)
+from golden_draw_composite import *  # noqa: F401,F403
 
 # -- references ---------------------------------------------------------------------------
 

@@ -68,29 +68,23 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
              "arange: need finite bounds and step, got start=", s, " end=", e, " step=", st);
   int64_t n = 0;
   double first = s, stride = st;
-  if (integral) {
-    KILN_CHECK(st != 0, "arange: the step must be non-zero");
-    KILN_CHECK((e - s) / st >= 0 || s == e, "arange: the step ", st,
-               " moves away from the end (start=", s, ", end=", e, ")");
-    const int64_t a = start.to_int(), b = end.to_int(), c = step.to_int();
-    n = (b - a + c - (c > 0 ? 1 : -1)) / c;
-  } else if (is_integral(options.dtype())) {
-    // PyTorch 1.13 counts an integer dtype's values from start and step truncated to
-    // integers (arange(0, 6, 1.5, int64) is 0, 1, ..., 5; a step of 0.5 is 0), and its
+  if (integral || is_integral(options.dtype())) {
+    // Counted in integers. PyTorch 1.13 truncates fractional numbers for an integer dtype
+    // (arange(0, 6, 1.5, int64) is 0, 1, ..., 5; a step of 0.5 is 0), and takes the
     // length from the truncated bounds for int64 but from the given ones for the other
     // integer dtypes (arange(2.7, int32) has 3 values, arange(2.7, int64) 2).
     constexpr double kLimit = 9.2233720368547758e18;  // 2^63
-    KILN_CHECK(std::abs(s) < kLimit && std::abs(e) < kLimit && std::abs(st) < kLimit,
+    KILN_CHECK(integral || (std::abs(s) < kLimit && std::abs(e) < kLimit && std::abs(st) < kLimit),
                "arange: start=", s, " end=", e, " step=", st, " do not fit in ", options.dtype());
-    const int64_t a = static_cast<int64_t>(s), b = static_cast<int64_t>(e),
-                  c = static_cast<int64_t>(st);
+    const int64_t a = integral ? start.to_int() : static_cast<int64_t>(s);
+    const int64_t b = integral ? end.to_int() : static_cast<int64_t>(e);
+    const int64_t c = integral ? step.to_int() : static_cast<int64_t>(st);
     KILN_CHECK(c != 0, "arange: the step must be non-zero, got ", st,
-               " (truncated to 0 for an integer dtype)");
+               integral ? "" : " (truncated to 0 for an integer dtype)");
     KILN_CHECK(c > 0 ? b >= a : b <= a, "arange: the step ", c,
-               " moves away from the end (start=", a, ", end=", b,
-               ", truncated for an integer dtype)");
-    n = options.dtype() == DType::Int64 ? (b - a + c - (c > 0 ? 1 : -1)) / c
-                                        : static_cast<int64_t>(std::ceil((e - s) / st));
+               " moves away from the end (start=", a, ", end=", b, ")");
+    n = integral || options.dtype() == DType::Int64 ? (b - a + c - (c > 0 ? 1 : -1)) / c
+                                                    : static_cast<int64_t>(std::ceil((e - s) / st));
     first = static_cast<double>(a);
     stride = static_cast<double>(c);
   } else {

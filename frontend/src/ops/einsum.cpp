@@ -58,15 +58,12 @@ Tensor diagonal(const Tensor& t, int64_t a, int64_t b) {
   return picked.permute(back);
 }
 
-// Sums (or keeps) labels so that only `needed` ones remain; takes diagonals first.
-Term reduce_term(Term term, const std::string& needed, const std::string& equation) {
+// Sums (or keeps) labels so that only `needed` ones remain; takes diagonals first (a
+// repeated label's sizes were checked equal when the operands were read).
+Term reduce_term(Term term, const std::string& needed) {
   for (size_t i = 0; i < term.labels.size(); ++i) {
     for (size_t j = term.labels.size(); j-- > i + 1;) {
       if (term.labels[j] != term.labels[i]) continue;
-      KILN_CHECK(term.t.size(static_cast<int64_t>(i)) == term.t.size(static_cast<int64_t>(j)),
-                 "einsum: label '", std::string(1, term.labels[i]), "' in '", equation,
-                 "' names dimensions of sizes ", term.t.size(static_cast<int64_t>(i)), " and ",
-                 term.t.size(static_cast<int64_t>(j)));
       term.t = diagonal(term.t, static_cast<int64_t>(i), static_cast<int64_t>(j));
       term.labels.erase(j, 1);
     }
@@ -284,12 +281,12 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& given_oper
     for (size_t j = k + 1; j < terms.size(); ++j) needed += terms[j].labels;
     return needed;
   };
-  Term acc = reduce_term(terms[0], needed_after(0), equation);
+  Term acc = reduce_term(terms[0], needed_after(0));
   for (size_t k = 1; k < terms.size(); ++k) {
-    Term next = reduce_term(terms[k], needed_after(k) + acc.labels, equation);
+    Term next = reduce_term(terms[k], needed_after(k) + acc.labels);
     acc = join(acc, next, needed_after(k), equation);
   }
-  acc = reduce_term(acc, output, equation);
+  acc = reduce_term(acc, output);
   std::vector<int64_t> perm;
   for (char c : output) perm.push_back(static_cast<int64_t>(acc.labels.find(c)));
   return perm.empty() ? acc.t : acc.t.permute(perm);

@@ -102,6 +102,16 @@ int main(int argc, char** argv) {
       if (d.host_accessible) std::cout << ", host-accessible memory";
       std::cout << "]\n";
     }
+    // Code built but never run on the plugin's hardware ("kiln.staged.v1").
+    if (!p.staged.empty()) {
+      size_t on = 0;
+      for (const auto& s : p.staged) on += s.enabled;
+      std::cout << "    staged, never ran on its hardware: " << p.staged.size() << " (" << on
+                << " switched on)\n";
+      for (const auto& s : p.staged)
+        std::cout << "      " << s.name << " [" << s.kind << (s.enabled ? ", on" : ", off") << "] "
+                  << s.summary << "; covered by " << s.test << "\n";
+    }
     // Ops outside the catalogue that the plugin declared ("kiln.op_schemas.v1").
     size_t count = 0;
     for (const auto& op : declared_ops) count += op.plugin == p.name;

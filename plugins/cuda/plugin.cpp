@@ -27,6 +27,7 @@
 #include "device.h"
 #include "kernels/registry.h"
 #include "plugin_state.h"
+#include "staged.h"
 
 namespace kiln::cuda {
 
@@ -63,6 +64,7 @@ class Backend final : public sdk::Backend {
   // The kernel table is built now so that a broken one (two kernels for one op) fails
   // the load with a message instead of surfacing as a wrong kernel later.
   Backend() : state_(init_plugin_state()) {
+    check_staged_switch();  // a KILN_CUDA_STAGED naming nothing staged fails the load
     kernel_table();
     sdk::log(KILN_LOG_DEBUG, "initialized: " + state_.description);
   }
@@ -84,6 +86,7 @@ class Backend final : public sdk::Backend {
 
   const void* extension(const char* name) override {
     if (std::strcmp(name, KILN_CUDA_DEBUG_EXTENSION) == 0) return &kDebugExtension;
+    if (std::strcmp(name, KILN_EXTENSION_STAGED) == 0) return staged_api();
 #if KILN_CUDA_NCCL
     // Offered even with no GPU or no NCCL: comm_init_* then say which is missing.
     if (std::strcmp(name, KILN_EXTENSION_COLLECTIVES) == 0) return collectives_api();

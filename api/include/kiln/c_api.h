@@ -600,6 +600,40 @@ typedef struct kiln_op_schemas_api {
 } kiln_op_schemas_api;
 
 /* ------------------------------------------------------------------------------ */
+/* Staged code: the extension table "kiln.staged.v1"                               */
+/* ------------------------------------------------------------------------------ */
+/*
+ * A plugin may ship kernels or extensions that were built but never ran on its
+ * hardware ("staged": written where no such device was at hand). They stay off unless
+ * the plugin's own switch turns them on (the CUDA plugin: KILN_CUDA_STAGED); a staged
+ * kernel answers `supports` 0, so the op takes the CPU fallback, and a staged extension
+ * is not offered. A plugin lists them by returning a `kiln_staged_api` from
+ * `get_extension(context, KILN_EXTENSION_STAGED)`, so that tools say so (kiln-info:
+ * "staged, never ran on its hardware") even where no device is present.
+ *
+ * All pointers must stay valid for the life of the process. Versioned by its name.
+ */
+
+#define KILN_EXTENSION_STAGED "kiln.staged.v1"
+
+/* One staged kernel or extension. */
+typedef struct kiln_staged_entry {
+  size_t struct_size;  /* sizeof(kiln_staged_entry) as the plugin was built */
+  const char* name;    /* the plugin's name for it, the one its switch takes */
+  const char* kind;    /* "kernel" or "extension" */
+  const char* test;    /* the test that covers it on the hardware */
+  const char* summary; /* one line: what it is */
+  int32_t enabled;     /* 1 when the switch turned it on in this process */
+} kiln_staged_entry;
+
+typedef struct kiln_staged_api {
+  size_t struct_size; /* sizeof(kiln_staged_api) as the plugin was built */
+  size_t count;       /* number of entries */
+  /* `count` pointers to entries (pointers, so that an entry may grow on its own). */
+  const kiln_staged_entry* const* entries;
+} kiln_staged_api;
+
+/* ------------------------------------------------------------------------------ */
 /* Pinned sizes of the released structs. Changing any of these breaks every plugin  */
 /* or host built against that version. Literal numbers (the ABI is defined for      */
 /* 64-bit platforms with 8-byte pointers: x86-64, aarch64), each checked below      */
@@ -627,6 +661,9 @@ typedef struct kiln_op_schemas_api {
 /* The extension "kiln.op_schemas.v1" as first released (outside the minor versions). */
 #define KILN_OP_SCHEMAS_API_SIZE_V1 ((size_t)24)
 #define KILN_OP_SCHEMA_SIZE_V1 ((size_t)32)
+/* The extension "kiln.staged.v1" as first released. */
+#define KILN_STAGED_API_SIZE_V1 ((size_t)24)
+#define KILN_STAGED_ENTRY_SIZE_V1 ((size_t)44)
 
 #if !defined(UINTPTR_MAX) || UINTPTR_MAX != UINT64_MAX
 #error "the Kiln ABI is defined for 64-bit platforms (8-byte pointers)"
@@ -659,6 +696,10 @@ KILN_ABI_ASSERT(KILN_OP_SCHEMAS_API_SIZE_V1 == KILN_ABI_END(kiln_op_schemas_api,
                 "kiln_op_schemas_api v1 changed");
 KILN_ABI_ASSERT(KILN_OP_SCHEMA_SIZE_V1 == KILN_ABI_END(kiln_op_schema, schema_json),
                 "kiln_op_schema v1 changed");
+KILN_ABI_ASSERT(KILN_STAGED_API_SIZE_V1 == KILN_ABI_END(kiln_staged_api, entries),
+                "kiln_staged_api v1 changed");
+KILN_ABI_ASSERT(KILN_STAGED_ENTRY_SIZE_V1 == KILN_ABI_END(kiln_staged_entry, enabled),
+                "kiln_staged_entry v1 changed");
 #undef KILN_ABI_END
 #undef KILN_ABI_ASSERT
 

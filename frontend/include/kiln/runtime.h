@@ -44,6 +44,16 @@ struct DeviceInfo {
   bool peer_copies = false;
 };
 
+/// Code a plugin ships that never ran on its hardware ("kiln.staged.v1", share/doc/kiln/ABI.md):
+/// off unless the plugin's own switch (KILN_CUDA_STAGED) turns it on.
+struct StagedInfo {
+  std::string name;     ///< the name the plugin's switch takes
+  std::string kind;     ///< "kernel" or "extension"
+  std::string test;     ///< the test that covers it on the hardware
+  std::string summary;  ///< one line
+  bool enabled = false;
+};
+
 struct PluginInfo {
   std::string name;
   std::string version;
@@ -52,6 +62,7 @@ struct PluginInfo {
   uint32_t abi_minor = 0;
   std::string description;  ///< the plugin's own diagnostics (may be empty)
   std::vector<DeviceInfo> devices;
+  std::vector<StagedInfo> staged;  ///< empty for a plugin without kiln.staged.v1
 };
 
 struct PluginLoadFailure {

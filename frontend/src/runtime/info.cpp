@@ -21,6 +21,21 @@ std::vector<PluginLoadFailure> plugin_load_failures() { return detail::Registry:
 
 namespace {
 
+// The plugin's staged code, "kiln.staged.v1"; a table or entry too small for its fields,
+// or a missing string, is read as far as it is whole.
+std::vector<StagedInfo> staged_of(const detail::Plugin* plugin) {
+  std::vector<StagedInfo> out;
+  const kiln_staged_api* table = plugin->staged;
+  if (!table || table->struct_size < KILN_STAGED_API_SIZE_V1 || !table->entries) return out;
+  auto text = [](const char* s) { return std::string(s ? s : ""); };
+  for (size_t i = 0; i < table->count; ++i) {
+    const kiln_staged_entry* e = table->entries[i];
+    if (!e || e->struct_size < KILN_STAGED_ENTRY_SIZE_V1 || !e->name) continue;
+    out.push_back({e->name, text(e->kind), text(e->test), text(e->summary), e->enabled != 0});
+  }
+  return out;
+}
+
 PluginInfo info_of(const detail::Plugin* plugin) {
   const kiln_plugin_api* api = plugin->api;
   PluginInfo info;
@@ -30,6 +45,7 @@ PluginInfo info_of(const detail::Plugin* plugin) {
   info.abi_major = api->abi_major;
   info.abi_minor = api->abi_minor;
   if (api->describe) info.description = api->describe(api->context);
+  info.staged = staged_of(plugin);
   for (int32_t i = 0; i < plugin->device_count; ++i) {
     kiln_device_properties p{};
     p.struct_size = sizeof(p);

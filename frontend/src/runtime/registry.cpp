@@ -257,6 +257,8 @@ std::string Registry::load_plugin(const fs::path& path) {
           api->get_extension(api->context, KILN_EXTENSION_THREADS));
       op_schemas = static_cast<const kiln_op_schemas_api*>(
           api->get_extension(api->context, KILN_EXTENSION_OP_SCHEMAS));
+      plugin->staged = static_cast<const kiln_staged_api*>(
+          api->get_extension(api->context, KILN_EXTENSION_STAGED));
     } catch (...) {
       return concat("ABI violation: ", escaped_exception_text(), " escaped from get_extension");
     }

@@ -124,6 +124,8 @@ class DeviceContext {
 struct Plugin {
   std::string path;
   const kiln_plugin_api* api = nullptr;
+  /// The plugin's "kiln.staged.v1" table, NULL without one.
+  const kiln_staged_api* staged = nullptr;
   /// The plugin's entries that ABI 1.1 appended, NULL where its table is too small
   /// (a 1.0 plugin) or it does not provide them.
   kiln_status* (*copy_peer)(kiln_device*, kiln_stream*, void*, kiln_device*, const void*,

@@ -8,6 +8,7 @@
 #include "kernels/registry.h"
 #include "kiln/sdk/functors.h"
 #include "kiln/sdk/pointwise_ops.h"
+#include "staged.h"
 
 namespace kiln::cuda {
 
@@ -31,12 +32,13 @@ void arithmetic_impl(const OpArgs& args, const Launch& launch) {
   }
 }
 
-// Integer pow (exact, by squaring: sdk::integer_pow) is built but has not run on a GPU:
-// it is declined, so it takes the counted CPU fallback, until a GPU run verifies it
-// (the staging rule, docs/design-decisions.md).
+// Integer pow (exact, by squaring: sdk::integer_pow) is staged (staged.h): declined, so
+// it takes the counted CPU fallback, unless KILN_CUDA_STAGED turns it on.
 int32_t supports_pow(void* context, const kiln_op_args* args) noexcept {
   if (!sdk::supports_catalogue_dtypes<op::pow>(context, args)) return 0;
-  return sdk::is_float_dtype(sdk::input_dtype(args, 0)) ? 1 : 0;
+  if (sdk::is_float_dtype(sdk::input_dtype(args, 0))) return 1;
+  static const bool integer_on = staged_on(kStagedIntegerPow);
+  return integer_on ? 1 : 0;
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "dnn_util.cuh"
 #include "kernels/registry.h"
 #include "kiln/sdk/pooling.h"
+#include "staged.h"
 
 namespace kiln::cuda {
 
@@ -97,7 +98,8 @@ void with_index_type(bool small, Fn&& fn) {
 
 template <class T, class I>
 __global__ void max_pool_kernel(const T* __restrict__ x, T* __restrict__ y,
-                                int64_t* __restrict__ indices, PoolShape s, Window wh, Window ww) {
+                                int64_t* __restrict__ indices, PoolShape s, Window wh, Window ww,
+                                bool last_nan) {
   using C = compute_t<T>;
   const int64_t total = s.planes * s.ho * s.wo;
   for (int64_t i = first_index(); i < total; i += grid_stride()) {
@@ -105,7 +107,8 @@ __global__ void max_pool_kernel(const T* __restrict__ x, T* __restrict__ y,
     split_index<I>(i, s.ho, s.wo, plane, oh, ow);
     const T* in = x + plane * s.h * s.w;
     // Padding is -inf: only real elements compete. The first maximum wins ties; a NaN
-    // wins over everything (the last one, as PyTorch).
+    // wins over everything: the first one in the verified kernel, the last one (as
+    // PyTorch) under the staged rule (staged.h, max_pool.last_nan).
     C best = -static_cast<C>(INFINITY);
     int64_t best_index = -1;
     for (int64_t kh = 0; kh < wh.kernel; ++kh) {
@@ -115,7 +118,10 @@ __global__ void max_pool_kernel(const T* __restrict__ x, T* __restrict__ y,
         const int64_t iw = ow * ww.stride - ww.pad + kw * ww.dilation;
         if (iw < 0 || iw >= s.w) continue;
         const C v = load(in[ih * s.w + iw]);
-        const bool better = best_index < 0 || v > best || v != v;
+        const bool v_nan = v != v, best_nan = best != best;
+        const bool better = last_nan ? best_index < 0 || v > best || v_nan
+                            : v_nan  ? !best_nan || best_index < 0
+                                     : best_index < 0 || v > best;
         if (better) {
           best = v;
           best_index = ih * s.w + iw;
@@ -139,12 +145,13 @@ void max_pool2d_impl(const OpArgs& args, const Launch& l) {
   sdk::expect_contiguous(indices, "indices");
   const int64_t total = y.numel();
   if (total == 0) return;
+  const bool last_nan = staged_on(kStagedMaxPoolLastNaN);  // a lookup in a short list
   dispatch_pool(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_index_type(fits_32(s, wh, ww), [&](auto index_tag) {
       using I = typename decltype(index_tag)::type;
       max_pool_kernel<T, I><<<grid_for(total, l), kThreads, 0, l.stream()>>>(
-          x.ptr<const T>(), y.ptr<T>(), indices.ptr<int64_t>(), s, wh, ww);
+          x.ptr<const T>(), y.ptr<T>(), indices.ptr<int64_t>(), s, wh, ww, last_nan);
     });
   });
   check_launch("max_pool2d");

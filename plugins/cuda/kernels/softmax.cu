@@ -15,6 +15,7 @@
 #include "dnn_util.cuh"
 #include "kernels/registry.h"
 #include "kiln/sdk/lines.h"
+#include "staged.h"
 
 namespace kiln::cuda {
 
@@ -54,9 +55,18 @@ __device__ __forceinline__ V group_max_nan(V v, V* scratch) {
 constexpr int kWarpLineLimit = 1024;  // longest line a warp handles alone
 constexpr int kLineBlockThreads = 512;
 
+// The shift of a line whose maximum is `max`. The verified kernel shifts a line whose
+// maximum is ±inf by 0 (exp(-inf) = 0 stays 0); the staged rule (staged.h,
+// softmax.shift_by_max) uses PyTorch's arithmetic, exp(x - max) even then, so a line
+// holding +inf (inf - inf) or only -inf comes out NaN everywhere, as there.
+template <class C>
+__device__ C line_shift(C max, bool pytorch_shift) {
+  return pytorch_shift || !isinf(max) ? max : C(0);
+}
+
 template <class T, bool kLog, bool kWarp>
 __global__ void softmax_rows_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t lines,
-                                    int64_t d) {
+                                    int64_t d, bool pytorch_shift) {
   using C = compute_t<T>;
   __shared__ C max_scratch[32];
   __shared__ double sum_scratch[32];
@@ -70,9 +80,7 @@ __global__ void softmax_rows_kernel(const T* __restrict__ x, T* __restrict__ y, 
     C max = -static_cast<C>(INFINITY);
     for (int64_t i = lane; i < d; i += width) max = max_nan(max, load(in[i]));
     max = group_max_nan<kWarp>(max, max_scratch);
-    // PyTorch's arithmetic: exp(x - max) even when max is infinite, so a line holding
-    // +inf (inf - inf) or only -inf comes out NaN everywhere, as there.
-    const C shift = max;
+    const C shift = line_shift(max, pytorch_shift);
     double sum = 0;
     for (int64_t i = lane; i < d; i += width)
       sum += static_cast<double>(exp_c(load(in[i]) - shift));
@@ -88,7 +96,8 @@ __global__ void softmax_rows_kernel(const T* __restrict__ x, T* __restrict__ y, 
 }
 
 template <class T, bool kLog>
-__global__ void softmax_strided_kernel(const T* __restrict__ x, T* __restrict__ y, Lines l) {
+__global__ void softmax_strided_kernel(const T* __restrict__ x, T* __restrict__ y, Lines l,
+                                       bool pytorch_shift) {
   using C = compute_t<T>;
   const int64_t count = l.count();
   for (int64_t line = first_index(); line < count; line += grid_stride()) {
@@ -100,7 +109,7 @@ __global__ void softmax_strided_kernel(const T* __restrict__ x, T* __restrict__ 
       const C v = load(in[i * l.inner]);
       max = (v > max || v != v) ? v : max;
     }
-    const C shift = max;  // as the row kernel: PyTorch's arithmetic at ±inf
+    const C shift = line_shift(max, pytorch_shift);
     double sum = 0;
     for (int64_t i = 0; i < l.d; ++i)
       sum += static_cast<double>(exp_c(load(in[i * l.inner]) - shift));
@@ -182,21 +191,22 @@ void softmax_impl(const OpArgs& args, const Launch& l) {
   sdk::expect_contiguous(y, "y");
   sdk::expect_dtype(y, x.dtype, "y");
   if (lines.d == 0 || lines.count() == 0) return;
+  const bool pytorch_shift = staged_on(kStagedSoftmaxShift);  // a lookup in a short list
   if (!dispatch_float(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* in = x.ptr<const T>();
         T* out = y.ptr<T>();
         if (lines.inner != 1) {
-          softmax_strided_kernel<T, kLog>
-              <<<grid_for(lines.count(), l), kThreads, 0, l.stream()>>>(in, out, lines);
+          softmax_strided_kernel<T, kLog><<<grid_for(lines.count(), l), kThreads, 0, l.stream()>>>(
+              in, out, lines, pytorch_shift);
         } else if (lines.d <= kWarpLineLimit) {
           softmax_rows_kernel<T, kLog, true>
               <<<row_blocks(lines.count(), kThreads / 32, l), kThreads, 0, l.stream()>>>(
-                  in, out, lines.count(), lines.d);
+                  in, out, lines.count(), lines.d, pytorch_shift);
         } else {
           softmax_rows_kernel<T, kLog, false>
               <<<row_blocks(lines.count(), 1, l), kLineBlockThreads, 0, l.stream()>>>(
-                  in, out, lines.count(), lines.d);
+                  in, out, lines.count(), lines.d, pytorch_shift);
         }
       })) {
     sdk::unsupported_dtype(x.dtype);

@@ -15,7 +15,7 @@
 #      OUT/ctest.xml (JUnit: a verdict per test);
 #   3. kiln-conformance on cuda:0 -> OUT/conformance.json;
 #   4. compute-sanitizer memcheck over the staged tests, racecheck over those whose
-#      kernels use shared memory (softmax) -> OUT/memcheck.log, OUT/racecheck.log;
+#      kernels use shared memory (softmax, the norms) -> OUT/memcheck.log, OUT/racecheck.log;
 #   5. bench/gpu_same_run.sh (Kiln and PyTorch in the same call) -> OUT/same_run/;
 #   6. OUT/SUMMARY.md: for each staged entry, passed / failed (and which step), from
 #      kiln-info's list and the verdicts above.
@@ -52,7 +52,7 @@ if command -v compute-sanitizer > /dev/null || [ -x /usr/local/cuda/bin/compute-
   step memcheck 120 "$cs" --tool memcheck --error-exitcode 1 "$bin/kiln_cuda_test" \
     --gtest_filter='CudaStaged.*' > "$out/memcheck.log" 2>&1
   step racecheck 120 "$cs" --tool racecheck --error-exitcode 1 "$bin/kiln_cuda_test" \
-    --gtest_filter='CudaStaged.Softmax*' > "$out/racecheck.log" 2>&1
+    --gtest_filter='CudaStaged.Softmax*:CudaStaged.HalfNorms*' > "$out/racecheck.log" 2>&1
 else
   echo -e "memcheck\tmissing\t0" >> "$out/steps.tsv"
   status=1

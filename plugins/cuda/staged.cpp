@@ -32,6 +32,15 @@ constexpr Entry kEntries[] = {
     {kStagedMaxPoolLastNaN, "kernel", "cuda.staged: CudaStaged.MaxPoolTakesTheLastNaN",
      "max pooling gives the value and index to the last NaN of a window, as PyTorch; off: "
      "the verified kernel takes the first"},
+    {kStagedHalfNorm, "kernel", "cuda.staged: CudaStaged.HalfNormsMatchTheCpu",
+     "batch_norm, layer_norm and their backward kernels for float16 and bfloat16 (float64 "
+     "sums, rounded through float32 as the CPU's widened kernels); off: the CPU fallback"},
+    {kStagedHalfOptim, "kernel", "cuda.staged: CudaStaged.HalfOptimizerStepsMatchTheCpu",
+     "sgd_step and adam_step on float16 and bfloat16 parameters and state, computed in "
+     "float32 and rounded once; off: the CPU fallback"},
+    {kStagedUnscale, "kernel", "cuda.staged: CudaStaged.UnscaleMatchesTheCpu",
+     "non_finite_check_and_unscale (GradScaler's check) reading inv_scale from device memory; "
+     "off: the CPU fallback"},
 };
 
 const Entry* find(const std::string& name) {

@@ -22,6 +22,9 @@ namespace kiln::cuda {
 inline constexpr const char* kStagedIntegerPow = "pow.integer";
 inline constexpr const char* kStagedSoftmaxShift = "softmax.shift_by_max";
 inline constexpr const char* kStagedMaxPoolLastNaN = "max_pool.last_nan";
+inline constexpr const char* kStagedHalfNorm = "norm.half";
+inline constexpr const char* kStagedHalfOptim = "optim.half";
+inline constexpr const char* kStagedUnscale = "amp.unscale";
 
 /// Whether KILN_CUDA_STAGED turns the staged entry `name` on. Throws sdk::Error
 /// (INTERNAL) for a name that is not in the list: a misspelt name in a kernel file.

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <limits>
 
+#include <kiln/amp.h>
 #include <kiln/nn.h>
+#include <kiln/optim.h>
 
 #include "cuda_test_util.h"
 #include "support/kiln_test.h"
@@ -30,6 +32,28 @@ uint64_t fallbacks_during(const Fn& fn) {
     if (e.device == "cuda:0") calls += e.calls;
   return calls;
 }
+
+// Fallbacks of the ops whose name holds `part` ("norm", "_step").
+template <class Fn>
+uint64_t fallbacks_of(const char* part, const Fn& fn) {
+  reset_fallback_report();
+  fn();
+  uint64_t calls = 0;
+  for (const FallbackEntry& e : fallback_report().entries)
+    if (e.device == "cuda:0" && e.op.find(part) != std::string::npos) calls += e.calls;
+  return calls;
+}
+
+// Equal values (as float64, which every float dtype widens to exactly; NaN equals NaN).
+::testing::AssertionResult same_values(const Tensor& got, const Tensor& want) {
+  if (got.dtype() != want.dtype())
+    return ::testing::AssertionFailure() << "dtype " << dtype_name(got.dtype());
+  return matches(got.to(kCpu), ref_of(want), {0.0, 0.0});
+}
+
+// One rounding apart at most in `dtype`: the CUDA and CPU norms add the same float64
+// terms in different orders, so a half result may round to the neighbouring value.
+Tolerance one_rounding(DType dtype) { return {dtype == float16 ? 0x1p-10 : 0x1p-7, 1e-6}; }
 
 TEST(CudaStaged, EveryEntryIsSwitchedOn) {
   const CudaPluginInfo cuda = cuda_plugin();
@@ -91,6 +115,135 @@ TEST(CudaStaged, MaxPoolTakesTheLastNaN) {
   EXPECT_TRUE(std::isnan(y.to(kCpu).item<float>()));
   y.sum().backward();
   EXPECT_EQ(xc.grad().to(kCpu).to_vector<float>(), (std::vector<float>{0, 0, 0, 1}));
+}
+
+// The norms' forward and backward kernels in float16 and bfloat16, against the CPU
+// plugin's widened kernels (float64 sums, results rounded through float32).
+TEST(CudaStaged, HalfNormsMatchTheCpu) {
+  KILN_REQUIRE_CUDA();
+  for (DType dtype : {float16, bfloat16}) {
+    SCOPED_TRACE(std::string(dtype_name(dtype)));
+    const Tolerance tol = one_rounding(dtype);
+    // batch norm, training, with running statistics, on [4, 3, 5, 5].
+    Tensor x = (randn({4, 3, 5, 5}) * 3.0 + 1.5).to(dtype);
+    Tensor weight = randn({3}).to(dtype), bias = randn({3}).to(dtype);
+    Tensor grad_y = randn({4, 3, 5, 5}).to(dtype);
+    struct Run {
+      Tensor y, grad_x, grad_weight, grad_bias, running_mean, running_var;
+    };
+    auto batch_norm_on = [&](const Device& d) {
+      Run r;
+      Tensor xd = x.to(d).requires_grad_(), w = weight.to(d).requires_grad_(),
+             b = bias.to(d).requires_grad_();
+      r.running_mean = zeros({3}, options(dtype, d));
+      r.running_var = ones({3}, options(dtype, d));
+      r.y = F::batch_norm(xd, r.running_mean, r.running_var, w, b, true);
+      (r.y * grad_y.to(d)).sum().backward();
+      r.grad_x = xd.grad(), r.grad_weight = w.grad(), r.grad_bias = b.grad();
+      return r;
+    };
+    const Run want = batch_norm_on(kCpu);
+    Run got;
+    EXPECT_EQ(fallbacks_of("norm", [&] { got = batch_norm_on(kCuda0); }), 0u);
+    EXPECT_TRUE(matches(got.y.to(kCpu), ref_of(want.y), tol));
+    EXPECT_TRUE(matches(got.grad_x.to(kCpu), ref_of(want.grad_x), tol.scaled(2)));
+    EXPECT_TRUE(matches(got.grad_weight.to(kCpu), ref_of(want.grad_weight), tol));
+    EXPECT_TRUE(matches(got.grad_bias.to(kCpu), ref_of(want.grad_bias), tol));
+    EXPECT_TRUE(matches(got.running_mean.to(kCpu), ref_of(want.running_mean), tol));
+    EXPECT_TRUE(matches(got.running_var.to(kCpu), ref_of(want.running_var), tol));
+
+    // layer norm over the last dim of [6, 7, 33].
+    Tensor lx = (randn({6, 7, 33}) - 2.0).to(dtype);
+    Tensor lw = randn({33}).to(dtype), lb = randn({33}).to(dtype), lg = randn({6, 7, 33}).to(dtype);
+    auto layer_norm_on = [&](const Device& d) {
+      Run r;
+      Tensor xd = lx.to(d).requires_grad_(), w = lw.to(d).requires_grad_(),
+             b = lb.to(d).requires_grad_();
+      r.y = F::layer_norm(xd, {33}, w, b);
+      (r.y * lg.to(d)).sum().backward();
+      r.grad_x = xd.grad(), r.grad_weight = w.grad(), r.grad_bias = b.grad();
+      return r;
+    };
+    const Run lwant = layer_norm_on(kCpu);
+    Run lgot;
+    EXPECT_EQ(fallbacks_of("norm", [&] { lgot = layer_norm_on(kCuda0); }), 0u);
+    EXPECT_TRUE(matches(lgot.y.to(kCpu), ref_of(lwant.y), tol));
+    EXPECT_TRUE(matches(lgot.grad_x.to(kCpu), ref_of(lwant.grad_x), tol.scaled(2)));
+    EXPECT_TRUE(matches(lgot.grad_weight.to(kCpu), ref_of(lwant.grad_weight), tol));
+    EXPECT_TRUE(matches(lgot.grad_bias.to(kCpu), ref_of(lwant.grad_bias), tol));
+  }
+}
+
+// SGD (momentum, nesterov, weight decay) and Adam/AdamW on half parameters: the same
+// float32 formulas in the same order as the CPU plugin, so the same bits, step by step.
+TEST(CudaStaged, HalfOptimizerStepsMatchTheCpu) {
+  KILN_REQUIRE_CUDA();
+  for (DType dtype : {float16, bfloat16}) {
+    for (int kind = 0; kind < 3; ++kind) {  // SGD, Adam, AdamW
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " optimizer " + std::to_string(kind));
+      Tensor start = randn({5, 7}).to(dtype);
+      std::vector<Tensor> grads;
+      for (int i = 0; i < 3; ++i) grads.push_back(randn({5, 7}).to(dtype));
+      auto train_on = [&](const Device& d) {
+        Tensor p = start.to(d).requires_grad_();
+        std::unique_ptr<optim::Optimizer> opt;
+        if (kind == 0)
+          opt = std::make_unique<optim::SGD>(
+              std::vector<Tensor>{p},
+              optim::SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(0.01));
+        else if (kind == 1)
+          opt = std::make_unique<optim::Adam>(std::vector<Tensor>{p},
+                                              optim::AdamOptions(0.01).weight_decay(0.01));
+        else
+          opt = std::make_unique<optim::AdamW>(std::vector<Tensor>{p},
+                                               optim::AdamWOptions(0.01).weight_decay(0.1));
+        for (const Tensor& g : grads) {
+          p.set_grad(g.to(d));
+          opt->step();
+        }
+        return p.detach();
+      };
+      const Tensor want = train_on(kCpu);
+      Tensor got;
+      EXPECT_EQ(fallbacks_of("_step", [&] { got = train_on(kCuda0); }), 0u);
+      EXPECT_TRUE(same_values(got, want));
+    }
+  }
+}
+
+// GradScaler's check and unscale: the gradients and the verdict equal the CPU's, for a
+// clean step and one holding an inf; inv_scale is read on the device.
+TEST(CudaStaged, UnscaleMatchesTheCpu) {
+  KILN_REQUIRE_CUDA();
+  for (bool with_inf : {false, true}) {
+    SCOPED_TRACE(with_inf ? "with inf" : "clean");
+    Tensor g32 = randn({9, 4}) * 1024.0;
+    Tensor g16 = (randn({33}) * 1024.0).to(bfloat16);
+    if (with_inf) g16.index({3}).fill_(kInf);
+    struct Run {
+      Tensor grad32, grad16;
+      bool stepped;
+    };
+    auto unscale_on = [&](const Device& d) {
+      Tensor a = zeros({9, 4}, options(float32, d)).requires_grad_();
+      Tensor b = zeros({33}, options(bfloat16, d)).requires_grad_();
+      a.set_grad(g32.to(d).t().contiguous().t());  // a strided gradient too
+      b.set_grad(g16.to(d));
+      optim::SGD opt({a, b}, optim::SGDOptions(0.0));
+      amp::GradScaler scaler(amp::GradScalerOptions{});
+      scaler.unscale_(opt);
+      Run r{a.grad().clone(), b.grad().clone(), false};
+      r.stepped = scaler.step(opt);
+      return r;
+    };
+    const Run want = unscale_on(kCpu);
+    Run got;
+    EXPECT_EQ(fallbacks_of("unscale", [&] { got = unscale_on(kCuda0); }), 0u);
+    EXPECT_EQ(got.stepped, want.stepped);
+    EXPECT_EQ(got.stepped, !with_inf);
+    EXPECT_TRUE(same_values(got.grad32, want.grad32));
+    EXPECT_TRUE(same_values(got.grad16, want.grad16));
+  }
 }
 
 }  // namespace

@@ -207,29 +207,19 @@ struct UnscaleLoop {
 };
 
 void non_finite_check_and_unscale_impl(const OpArgs& args) {
-  const kiln_op_args& raw = args.raw();
-  KILN_SDK_CHECK_ARG(raw.num_inputs == 1 && raw.num_outputs >= 2 && raw.num_outputs <= 8,
-                     "expected inv_scale, found_inf and 1 to 7 gradients, got ", raw.num_inputs,
-                     " inputs and ", raw.num_outputs, " outputs");
-  const Tensor inv_scale = args.input(0), found_inf = args.output(0);
-  for (const Tensor* t : {&inv_scale, &found_inf}) {
-    expect_dtype(*t, KILN_DTYPE_FLOAT32, t == &inv_scale ? "inv_scale" : "found_inf");
-    KILN_SDK_CHECK_ARG(t->numel() == 1, t == &inv_scale ? "inv_scale" : "found_inf",
-                       " must hold one element, got shape ", shape_string(*t));
-  }
-  const float inv = *inv_scale.ptr<const float>();
+  const sdk::Unscale u = sdk::non_finite_check_and_unscale_operands(args);
+  const float inv = *u.inv_scale.ptr<const float>();
   std::atomic<bool> non_finite{false};
-  for (size_t i = 1; i < raw.num_outputs; ++i) {
-    const Tensor grad = args.output(i);
-    const Tensor* ops[1] = {&grad};
-    if (!dispatch<FloatTypes>(grad.dtype, [&](auto tag) {
+  for (size_t i = 0; i < u.num_grads; ++i) {
+    const Tensor* ops[1] = {&u.grads[i]};
+    if (!dispatch<FloatTypes>(u.grads[i].dtype, [&](auto tag) {
           using T = typename decltype(tag)::type;
           run_loop(make_loop_plan(ops), UnscaleLoop<T>{compute_t<T>(inv), &non_finite});
         })) {
-      unsupported_dtype(grad.dtype);
+      unsupported_dtype(u.grads[i].dtype);
     }
   }
-  if (non_finite.load()) *found_inf.ptr<float>() = 1.0f;
+  if (non_finite.load()) *u.found_inf.ptr<float>() = 1.0f;
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 // kiln.batch_norm, kiln.layer_norm and their backward kernels.
 //
-// Contiguous operands; float32 and float64. Every statistic — means, variances, the
-// sums of the backward passes — accumulates in float64 (as the CPU plugin does),
-// also for float32 inputs, and the per-element formulas are evaluated in float64 too,
-// so float32 results differ from the CPU's only by the order of the float64 sums.
+// Contiguous operands; float32 and float64, and (staged, staged.h: norm.half) float16
+// and bfloat16, whose values widen exactly and whose results round through float32, as
+// the CPU plugin's widened kernels do (so a half result has the CPU's bits). Every statistic —
+// means, variances, the sums of the backward passes — accumulates in float64 (as the CPU plugin
+// does), also for float32 inputs, and the per-element formulas are evaluated in float64 too, so
+// float32 results differ from the CPU's only by the order of the float64 sums.
 //
 // Determinism: each sum is a fixed tree over a fixed assignment of elements to
 // threads and blocks — chosen from the shape alone, never from the device or timing —
@@ -30,6 +32,7 @@
 #include "dnn_util.cuh"
 #include "kernels/registry.h"
 #include "kiln/sdk/norm.h"
+#include "staged.h"
 
 namespace kiln::cuda {
 
@@ -37,9 +40,31 @@ namespace {
 
 using namespace dnn;
 
+// float16 and bfloat16 only while staged code is on (supports_half_norm declines them
+// otherwise, so this is a second lock).
 template <class F>
 void dispatch_norm(kiln_dtype dtype, F&& fn) {
-  if (!dispatch_f32_f64(dtype, fn)) sdk::unsupported_dtype(dtype);
+  static const bool half_on = staged_on(kStagedHalfNorm);
+  const bool ok = half_on ? dispatch_float(dtype, fn) : dispatch_f32_f64(dtype, fn);
+  if (!ok) sdk::unsupported_dtype(dtype);
+}
+
+int32_t supports_half_norm(void* context, const kiln_op_args* args) noexcept {
+  if (sdk::supports_norm(context, args)) return 1;
+  const kiln_dtype d = sdk::input_dtype(args, 0);
+  if (d != KILN_DTYPE_FLOAT16 && d != KILN_DTYPE_BFLOAT16) return 0;
+  static const bool half_on = staged_on(kStagedHalfNorm);
+  return half_on ? 1 : 0;
+}
+
+// A float64 result rounded to the stored type: through float32 for the half types, as
+// the CPU's widened kernel (float32 kernel, then float32 → half) rounds it.
+template <class T>
+__device__ __forceinline__ T narrow(double v) {
+  if constexpr (is_half_v<T>)
+    return T(static_cast<float>(v));
+  else
+    return narrow<T>(v);
 }
 
 using sdk::ChannelLayout;
@@ -123,14 +148,14 @@ __global__ void bn_finalize_kernel(const T* __restrict__ x, const double* __rest
       const double var = count > 0 ? m2 / n : 0.0;
       const double inv = 1.0 / sqrt(var + eps);
       coef[c] = {mu, inv * static_cast<double>(weight[c]), static_cast<double>(bias[c])};
-      mean_out[c] = static_cast<T>(mu);
-      invstd_out[c] = static_cast<T>(inv);
+      mean_out[c] = narrow<T>(mu);
+      invstd_out[c] = narrow<T>(inv);
       // Running statistics use the unbiased variance.
       const double unbiased = count > 1 ? m2 / static_cast<double>(count - 1) : var;
       running_mean[c] =
-          static_cast<T>((1.0 - momentum) * static_cast<double>(running_mean[c]) + momentum * mu);
-      running_var[c] = static_cast<T>((1.0 - momentum) * static_cast<double>(running_var[c]) +
-                                      momentum * unbiased);
+          narrow<T>((1.0 - momentum) * static_cast<double>(running_mean[c]) + momentum * mu);
+      running_var[c] =
+          narrow<T>((1.0 - momentum) * static_cast<double>(running_var[c]) + momentum * unbiased);
     }
   }
 }
@@ -143,7 +168,7 @@ __global__ void bn_apply_kernel(const T* __restrict__ x, T* __restrict__ y,
   for (int64_t i = first_index(); i < total; i += grid_stride()) {
     const I c = static_cast<I>(i) / static_cast<I>(s) % static_cast<I>(channels);
     const BnForwardCoef k = coef[c];
-    y[i] = static_cast<T>((static_cast<double>(x[i]) - k.mean) * k.scale + k.shift);
+    y[i] = narrow<T>((static_cast<double>(x[i]) - k.mean) * k.scale + k.shift);
   }
 }
 
@@ -241,8 +266,8 @@ __global__ void bn_backward_finalize_kernel(
     if (threadIdx.x == 0) {
       const double inv = static_cast<double>(invstd[c]);
       const double sum_g_xhat = sum_g_centered * inv;
-      grad_bias[c] = static_cast<T>(sum_g);
-      grad_weight[c] = static_cast<T>(sum_g_xhat);
+      grad_bias[c] = narrow<T>(sum_g);
+      grad_weight[c] = narrow<T>(sum_g_xhat);
       const double n = static_cast<double>(count > 1 ? count : 1);
       coef[c] = {static_cast<double>(mean[c]), inv, static_cast<double>(weight[c]) * inv, sum_g / n,
                  sum_g_xhat / n};
@@ -259,8 +284,8 @@ __global__ void bn_backward_apply_kernel(const T* __restrict__ grad_y, const T* 
     const I c = static_cast<I>(i) / static_cast<I>(s) % static_cast<I>(channels);
     const BnBackwardCoef k = coef[c];
     const double xhat = (static_cast<double>(x[i]) - k.mean) * k.invstd;
-    grad_x[i] = static_cast<T>(k.scale *
-                               (static_cast<double>(grad_y[i]) - k.mean_g - xhat * k.mean_g_xhat));
+    grad_x[i] =
+        narrow<T>(k.scale * (static_cast<double>(grad_y[i]) - k.mean_g - xhat * k.mean_g_xhat));
   }
 }
 
@@ -345,13 +370,12 @@ __global__ void layer_norm_kernel(const T* __restrict__ x, const T* __restrict__
     const double inv = 1.0 / sqrt(var + eps);
     T* q = y + r * d;
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-      q[i] =
-          static_cast<T>((static_cast<double>(p[i]) - mu) * inv * static_cast<double>(weight[i]) +
-                         static_cast<double>(bias[i]));
+      q[i] = narrow<T>((static_cast<double>(p[i]) - mu) * inv * static_cast<double>(weight[i]) +
+                       static_cast<double>(bias[i]));
     }
     if (threadIdx.x == 0) {
-      mean_out[r] = static_cast<T>(mu);
-      invstd_out[r] = static_cast<T>(inv);
+      mean_out[r] = narrow<T>(mu);
+      invstd_out[r] = narrow<T>(inv);
     }
   }
 }
@@ -400,7 +424,7 @@ __global__ void layer_norm_backward_rows_kernel(const T* __restrict__ grad_y,
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
       const double xhat = (static_cast<double>(p[i]) - mu) * inv;
       const double dxhat = static_cast<double>(g[i]) * static_cast<double>(weight[i]);
-      dx[i] = static_cast<T>(inv * (dxhat - a - xhat * b));
+      dx[i] = narrow<T>(inv * (dxhat - a - xhat * b));
     }
   }
 }
@@ -441,8 +465,8 @@ __global__ void layer_norm_backward_reduce_kernel(const double* __restrict__ par
       gw += partials[(k * d + j) * 2];
       gb += partials[(k * d + j) * 2 + 1];
     }
-    grad_weight[j] = static_cast<T>(gw);
-    grad_bias[j] = static_cast<T>(gb);
+    grad_weight[j] = narrow<T>(gw);
+    grad_bias[j] = narrow<T>(gb);
   }
 }
 
@@ -479,12 +503,12 @@ void layer_norm_backward_impl(const OpArgs& args, const Launch& l) {
 }  // namespace
 
 void add_norm_kernels(KernelList& list) {
-  list.push_back(catalogue_entry<op::batch_norm>(&batch_norm_impl, &sdk::supports_norm, 0));
+  list.push_back(catalogue_entry<op::batch_norm>(&batch_norm_impl, &supports_half_norm, 0));
   list.push_back(
-      catalogue_entry<op::batch_norm_backward>(&batch_norm_backward_impl, &sdk::supports_norm, 0));
-  list.push_back(catalogue_entry<op::layer_norm>(&layer_norm_impl, &sdk::supports_norm, 0));
+      catalogue_entry<op::batch_norm_backward>(&batch_norm_backward_impl, &supports_half_norm, 0));
+  list.push_back(catalogue_entry<op::layer_norm>(&layer_norm_impl, &supports_half_norm, 0));
   list.push_back(
-      catalogue_entry<op::layer_norm_backward>(&layer_norm_backward_impl, &sdk::supports_norm, 0));
+      catalogue_entry<op::layer_norm_backward>(&layer_norm_backward_impl, &supports_half_norm, 0));
 }
 
 }  // namespace kiln::cuda

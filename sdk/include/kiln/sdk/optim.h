@@ -7,6 +7,7 @@
 #define KILN_SDK_OPTIM_H
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "kiln/sdk/op_args.h"
@@ -117,6 +118,37 @@ inline AdamStep adam_step(const OpArgs& args) {
     expect_dtype(*t, a.param.dtype, "optimizer state");
   }
   return a;
+}
+
+/// kiln.non_finite_check_and_unscale's checked operands: inv_scale in, found_inf and 1
+/// to 7 gradients updated in place. inv_scale and found_inf are float32 and hold one
+/// element each (they may live in device memory: nothing here reads them); each
+/// gradient's dtype is the plugin's to dispatch on.
+struct Unscale {
+  static constexpr size_t kMaxGrads = 7;
+  Tensor inv_scale, found_inf;
+  Tensor grads[kMaxGrads];
+  size_t num_grads;
+};
+
+inline Unscale non_finite_check_and_unscale_operands(const OpArgs& args) {
+  const kiln_op_args& raw = args.raw();
+  KILN_SDK_CHECK_ARG(
+      raw.num_inputs == 1 && raw.num_outputs >= 2 && raw.num_outputs <= Unscale::kMaxGrads + 1,
+      "expected inv_scale, found_inf and 1 to ", Unscale::kMaxGrads, " gradients, got ",
+      raw.num_inputs, " inputs and ", raw.num_outputs, " outputs");
+  Unscale u{};
+  u.inv_scale = args.input(0);
+  u.found_inf = args.output(0);
+  for (const Tensor* t : {&u.inv_scale, &u.found_inf}) {
+    const char* what = t == &u.inv_scale ? "inv_scale" : "found_inf";
+    expect_dtype(*t, KILN_DTYPE_FLOAT32, what);
+    KILN_SDK_CHECK_ARG(t->numel() == 1, what, " must hold one element, got shape ",
+                       shape_string(*t));
+  }
+  u.num_grads = raw.num_outputs - 1;
+  for (size_t i = 0; i < u.num_grads; ++i) u.grads[i] = args.output(i + 1);
+  return u;
 }
 
 /// `supports` of both steps: float32 or float64 parameters, with grad of their dtype.

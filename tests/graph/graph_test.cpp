@@ -505,6 +505,78 @@ TEST(OtherDevice, WorkOnAnotherDeviceIsRefused) {
   }
 }
 
+// -- a device's own graphs ("kiln.graphs.v1"), on the minimal fixture ------------------------
+// The fixture records kiln.fill calls into its graphs and declines int32 fills while
+// capturing (tests/fixtures/plugins/fixture_graphs.c); every other op falls back, which
+// a capture refuses, so these graphs hold fills only.
+
+TEST(DeviceGraphs, RunsOfCallsBecomeDeviceGraphsAroundADeclinedCall) {
+  if (device_count("minimal") < 1) GTEST_SKIP() << "needs the minimal fixture: run via ctest";
+  const Device dev("minimal", 0);
+  Tensor a = zeros({4}, TensorOptions(float32).device(dev));
+  Tensor b = zeros({2, 3}, TensorOptions(float16).device(dev));
+  Tensor c = zeros({5}, TensorOptions(int32).device(dev));
+  Tensor d = zeros({3}, TensorOptions(bfloat16).device(dev));
+  Tensor e = zeros({2, 2}, TensorOptions(float32).device(dev));
+  Graph graph;
+  {
+    GraphCapture capture(graph, dev);
+    a.fill_(1.5);
+    b.t().fill_(-2.0);  // a strided view
+    c.fill_(7);         // declined by the fixture's recording: an ordinary call
+    d.fill_(0.25);
+    e.index({0}).fill_(3.0);
+  }
+  EXPECT_EQ(graph.num_calls(), 5u);
+  EXPECT_EQ(graph.num_device_graphs(), 0u);  // recorded at the first replay
+  auto values = [](const Tensor& t) { return t.to(float64).to_vector<double>(); };
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    for (Tensor* t : {&a, &b, &c, &d, &e}) t->fill_(-1.0);
+    graph.replay();
+    EXPECT_EQ(graph.num_device_graphs(), 2u);  // steps 1-2 and 4-5
+    EXPECT_EQ(values(a), std::vector<double>(4, 1.5));
+    EXPECT_EQ(values(b), std::vector<double>(6, -2.0));
+    EXPECT_EQ(values(c), std::vector<double>(5, 7.0));
+    EXPECT_EQ(values(d), std::vector<double>(3, 0.25));
+    EXPECT_EQ(values(e), (std::vector<double>{3, 3, -1, -1}));
+  }
+  graph.reset();
+  EXPECT_EQ(graph.num_device_graphs(), 0u);
+}
+
+TEST(DeviceGraphs, ALoneCallStaysAnOrdinaryCall) {
+  if (device_count("minimal") < 1) GTEST_SKIP() << "needs the minimal fixture: run via ctest";
+  const Device dev("minimal", 0);
+  Tensor a = zeros({4}, TensorOptions(float32).device(dev));
+  Graph graph;
+  {
+    GraphCapture capture(graph, dev);
+    a.fill_(2.0);
+  }
+  a.fill_(0.0);
+  graph.replay();
+  EXPECT_EQ(graph.num_device_graphs(), 0u);
+  EXPECT_EQ(a.to_vector<float>(), std::vector<float>(4, 2.0f));
+}
+
+TEST(DeviceGraphs, ACaptureThePluginFailsLeavesTheReplayCallByCall) {
+  if (device_count("minimal") < 1) GTEST_SKIP() << "needs the minimal fixture: run via ctest";
+  const Device dev("minimal", 0);
+  Tensor a = zeros({3}, TensorOptions(float32).device(dev));
+  Tensor b = zeros({3}, TensorOptions(float32).device(dev));
+  Graph graph;
+  {
+    GraphCapture capture(graph, dev);
+    a.fill_(std::nan(""));  // the fixture fails this call's recording (not a decline)
+    b.fill_(4.0);
+  }
+  graph.replay();  // a warning, then the recorded path
+  EXPECT_EQ(graph.num_device_graphs(), 0u);
+  EXPECT_TRUE(a.isnan().all().item<bool>());
+  EXPECT_EQ(b.to_vector<float>(), std::vector<float>(3, 4.0f));
+}
+
 // -- the plugin template's "reference" device (a plugin without graph support) -------------
 
 TEST(Template, ARecordedComputationReplaysOnAThirdPartyPlugin) {

@@ -634,6 +634,48 @@ typedef struct kiln_staged_api {
 } kiln_staged_api;
 
 /* ------------------------------------------------------------------------------ */
+/* Device graphs: the extension table "kiln.graphs.v1"                             */
+/* ------------------------------------------------------------------------------ */
+/*
+ * A plugin whose device can record a sequence of kernel launches once and launch the
+ * whole sequence again as one unit (CUDA graphs) offers a `kiln_graphs_api` from
+ * `get_extension(context, KILN_EXTENSION_GRAPHS)`. kiln::Graph uses it: the first
+ * time a Graph replays, each run of its recorded kernel calls that no replay changes
+ * is recorded into a device graph, and every replay launches those graphs; the calls
+ * whose attributes change between replays (a learning rate, Adam's step, a random
+ * offset) run as ordinary calls between them. Without the extension every recorded
+ * call runs on each replay, as before.
+ *
+ * Between capture_begin and capture_end on a stream, the kernels the frontend runs
+ * with that stream (kiln_op_args.stream) are recorded, not run. While recorded they
+ * must not touch operand memory from the host or synchronize, and any scratch memory
+ * they use must stay theirs for the life of the graph. A kernel that cannot be
+ * recorded returns KILN_STATUS_UNSUPPORTED; the frontend then ends and discards that
+ * capture and runs that call ordinarily on each replay. The frontend captures on a
+ * stream it created for the purpose (the default stream when the plugin has no
+ * stream_create), one capture per device at a time, and launches on the default
+ * stream. All four entries are required. Versioned by its name.
+ */
+
+#define KILN_EXTENSION_GRAPHS "kiln.graphs.v1"
+
+typedef struct kiln_graph kiln_graph; /* opaque, the plugin's */
+
+typedef struct kiln_graphs_api {
+  size_t struct_size; /* sizeof(kiln_graphs_api) as the plugin was built */
+  /* Starts recording the kernels run with `stream`. */
+  kiln_status* (*capture_begin)(kiln_device* device, kiln_stream* stream);
+  /* Stops recording on `stream`. Success: `*graph` holds what was recorded, ready to
+   * launch (instantiated). Failure: nothing is kept, `*graph` is NULL, and the stream
+   * is back to running what it is given. */
+  kiln_status* (*capture_end)(kiln_device* device, kiln_stream* stream, kiln_graph** graph);
+  /* Enqueues the recorded work on `stream`, after the work already there. */
+  kiln_status* (*launch)(kiln_device* device, kiln_graph* graph, kiln_stream* stream);
+  /* Releases the graph and its memory once the work already enqueued with it is done. */
+  kiln_status* (*destroy)(kiln_device* device, kiln_graph* graph);
+} kiln_graphs_api;
+
+/* ------------------------------------------------------------------------------ */
 /* Pinned sizes of the released structs. Changing any of these breaks every plugin  */
 /* or host built against that version. Literal numbers (the ABI is defined for      */
 /* 64-bit platforms with 8-byte pointers: x86-64, aarch64), each checked below      */
@@ -664,6 +706,8 @@ typedef struct kiln_staged_api {
 /* The extension "kiln.staged.v1" as first released. */
 #define KILN_STAGED_API_SIZE_V1 ((size_t)24)
 #define KILN_STAGED_ENTRY_SIZE_V1 ((size_t)44)
+/* The extension "kiln.graphs.v1" as first released. */
+#define KILN_GRAPHS_API_SIZE_V1 ((size_t)40)
 
 #if !defined(UINTPTR_MAX) || UINTPTR_MAX != UINT64_MAX
 #error "the Kiln ABI is defined for 64-bit platforms (8-byte pointers)"
@@ -698,6 +742,8 @@ KILN_ABI_ASSERT(KILN_OP_SCHEMA_SIZE_V1 == KILN_ABI_END(kiln_op_schema, schema_js
                 "kiln_op_schema v1 changed");
 KILN_ABI_ASSERT(KILN_STAGED_API_SIZE_V1 == KILN_ABI_END(kiln_staged_api, entries),
                 "kiln_staged_api v1 changed");
+KILN_ABI_ASSERT(KILN_GRAPHS_API_SIZE_V1 == KILN_ABI_END(kiln_graphs_api, destroy),
+                "kiln_graphs_api v1 changed");
 KILN_ABI_ASSERT(KILN_STAGED_ENTRY_SIZE_V1 == KILN_ABI_END(kiln_staged_entry, enabled),
                 "kiln_staged_entry v1 changed");
 #undef KILN_ABI_END

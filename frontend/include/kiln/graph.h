@@ -99,6 +99,11 @@ class Graph {
   bool captured() const;
   /// The number of recorded steps (kernel calls and copies).
   size_t num_calls() const;
+  /// How many of the device's own graphs a replay launches ("kiln.graphs.v1": CUDA
+  /// graphs): each run of recorded kernel calls that no replay changes becomes one, at
+  /// the first replay. 0 before that, and where the device offers none (every call
+  /// then runs on its own, with the same results).
+  size_t num_device_graphs() const;
   /// The device the graph was captured on; throws when it was never captured.
   Device device() const;
   /// The pool the graph's memory came from, to pass to another capture.

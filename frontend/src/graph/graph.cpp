@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graph/capture.h"
+#include "graph/device_graphs.h"
 #include "kiln/error.h"
 #include "ops/common.h"
 #include "runtime/exit_guard.h"
@@ -158,12 +159,19 @@ class GraphImpl {
   // Blocks of the pool that tensors alive at the end of the capture use: held, so
   // that no later capture into the pool reuses them while this graph may replay.
   std::vector<std::shared_ptr<Storage>> pinned;
+  // The device's own graphs (kiln.graphs.v1), recorded at the first replay where the
+  // device offers them.
+  std::unique_ptr<DeviceGraphs> device_graphs;
+  bool device_graphs_planned = false;
   bool captured = false;
   bool capturing = false;  // a GraphCapture into this graph is open
   std::string failure;     // why the last capture failed, when it did
   std::mutex replay_mutex;
 
   void replay();
+
+ private:
+  void plan_device_graphs();
 };
 
 class Capture {
@@ -394,6 +402,35 @@ void set_attr(std::span<kiln_attr> attrs, const char* name, int64_t value) {
 
 // -- replay -----------------------------------------------------------------------------
 
+void GraphImpl::plan_device_graphs() {
+  device_graphs_planned = true;
+  const kiln_graphs_api* api = device->plugin()->graphs;
+  if (api == nullptr) return;
+  std::vector<bool> capturable(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i)
+    capturable[i] = steps[i].kind == Step::Kind::Kernel && steps[i].patch < 0;
+  // A plugin that fails to record leaves the replay to the recorded path (same results).
+  try {
+    device_graphs = std::make_unique<DeviceGraphs>(
+        device, api, capturable, [this](size_t i, kiln_stream* stream) -> kiln_status* {
+          Step& s = steps[i];
+          s.args.stream = stream;
+          kiln_status* status;
+          try {
+            status = s.kernel.run(s.kernel.context, &s.args);
+          } catch (...) {
+            s.args.stream = nullptr;
+            throw_abi_violation(s.device->api()->name, s.name);
+          }
+          s.args.stream = nullptr;
+          return status;
+        });
+  } catch (const Error& e) {
+    log(KILN_LOG_WARNING, device->api()->name,
+        concat("kiln.graphs.v1 failed (", e.what(), "); this graph replays call by call"));
+  }
+}
+
 void GraphImpl::replay() {
   if (active() != nullptr)
     throw Error("Graph::replay: called inside a graph capture; replay a graph outside captures");
@@ -419,9 +456,18 @@ void GraphImpl::replay() {
                "with copy_(), say); capture the graph again");
   }
   PluginCallScope in_plugin;
+  if (!device_graphs_planned) plan_device_graphs();
   size_t index = 0;
-  for (Step& s : steps) {
-    ++index;
+  for (size_t next = 0; next < steps.size();) {
+    if (device_graphs) {
+      const size_t after = device_graphs->launch_at(next);
+      if (after != next) {
+        next = after;
+        continue;
+      }
+    }
+    Step& s = steps[next++];
+    index = next;
     if (s.kind == Step::Kind::Copy) {
       s.device->copy(s.copy_kind, s.dst, s.src, s.bytes);
       continue;
@@ -473,6 +519,10 @@ bool Graph::captured() const { return impl_ && impl_->captured; }
 
 size_t Graph::num_calls() const { return impl_ ? impl_->steps.size() : 0; }
 
+size_t Graph::num_device_graphs() const {
+  return impl_ && impl_->device_graphs ? impl_->device_graphs->size() : 0;
+}
+
 Device Graph::device() const {
   KILN_CHECK(captured(), "Graph::device: the graph holds no capture");
   return impl_->device->device();
@@ -487,6 +537,8 @@ GraphPool Graph::pool() const {
 void Graph::reset() {
   if (!impl_) return;
   std::lock_guard lock(impl_->replay_mutex);
+  impl_->device_graphs.reset();
+  impl_->device_graphs_planned = false;
   impl_->steps.clear();
   impl_->patches.clear();
   impl_->external.clear();

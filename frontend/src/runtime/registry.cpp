@@ -250,6 +250,7 @@ std::string Registry::load_plugin(const fs::path& path) {
   if (api->get_extension) {
     const kiln_collectives_api* collectives = nullptr;
     const kiln_threads_api* threads = nullptr;
+    const kiln_graphs_api* graphs = nullptr;
     try {
       collectives = static_cast<const kiln_collectives_api*>(
           api->get_extension(api->context, KILN_EXTENSION_COLLECTIVES));
@@ -259,6 +260,8 @@ std::string Registry::load_plugin(const fs::path& path) {
           api->get_extension(api->context, KILN_EXTENSION_OP_SCHEMAS));
       plugin->staged = static_cast<const kiln_staged_api*>(
           api->get_extension(api->context, KILN_EXTENSION_STAGED));
+      graphs = static_cast<const kiln_graphs_api*>(
+          api->get_extension(api->context, KILN_EXTENSION_GRAPHS));
     } catch (...) {
       return concat("ABI violation: ", escaped_exception_text(), " escaped from get_extension");
     }
@@ -275,6 +278,13 @@ std::string Registry::load_plugin(const fs::path& path) {
               std::to_string(threads->struct_size) + "); kiln::set_num_threads leaves it alone");
     else
       plugin->threads = threads;
+    if (graphs && (graphs->struct_size < KILN_GRAPHS_API_SIZE_V1 || !graphs->capture_begin ||
+                   !graphs->capture_end || !graphs->launch || !graphs->destroy))
+      log(KILN_LOG_WARNING, api->name,
+          "the kiln.graphs.v1 table is incomplete (struct_size " +
+              std::to_string(graphs->struct_size) + "); kiln::Graph replays call by call");
+    else
+      plugin->graphs = graphs;
   }
   try {
     if (kiln_status* status = api->device_count(api->context, &plugin->device_count))

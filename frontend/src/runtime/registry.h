@@ -139,6 +139,8 @@ struct Plugin {
   const kiln_collectives_api* collectives = nullptr;
   /// The "kiln.threads.v1" extension, or NULL (looked up once, at load).
   const kiln_threads_api* threads = nullptr;
+  /// The "kiln.graphs.v1" extension, or NULL (looked up once, at load; kiln::Graph).
+  const kiln_graphs_api* graphs = nullptr;
   int32_t device_count = 0;
   std::mutex open_mutex;
   std::vector<std::unique_ptr<DeviceContext>> devices;  // index -> opened or null

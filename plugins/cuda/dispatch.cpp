@@ -7,6 +7,7 @@
 #include <string>
 
 #include "device.h"
+#include "graphs.h"
 #include "kernels/registry.h"
 #include "kiln/sdk/status.h"
 #include "streams.h"
@@ -140,7 +141,10 @@ void* Launch::scratch(size_t bytes) const {
                  "Launch::scratch needs a Launch made by the runtime");
   Allocation* a = device_->allocator().allocate(bytes, 256, stream_);
   try {
-    state_->scratch.push_back(a);
+    if (recording(*device_, stream_))
+      keep_for_graph(*device_, stream_, a);  // a replay of the graph uses it again
+    else
+      state_->scratch.push_back(a);
   } catch (...) {
     device_->allocator().deallocate(a, stream_);
     throw;
@@ -151,6 +155,9 @@ void* Launch::scratch(size_t bytes) const {
 int32_t* Launch::error_flag() const {
   KILN_SDK_CHECK(state_ != nullptr, KILN_STATUS_INTERNAL,
                  "Launch::error_flag needs a Launch made by the runtime");
+  KILN_SDK_CHECK(!recording(*device_, stream_), KILN_STATUS_UNSUPPORTED,
+                 "reports device-side errors through a flag read back per call, which a CUDA "
+                 "graph launch does not do: not recorded (it runs as an ordinary call)");
   if (state_->slot == nullptr) state_->slot = device_->error_flags().acquire(state_->op, stream_);
   return &state_->slot->code;
 }

@@ -25,6 +25,7 @@
 #endif
 #include "debug_extension.h"
 #include "device.h"
+#include "graphs.h"
 #include "kernels/registry.h"
 #include "plugin_state.h"
 #include "staged.h"
@@ -87,6 +88,7 @@ class Backend final : public sdk::Backend {
   const void* extension(const char* name) override {
     if (std::strcmp(name, KILN_CUDA_DEBUG_EXTENSION) == 0) return &kDebugExtension;
     if (std::strcmp(name, KILN_EXTENSION_STAGED) == 0) return staged_api();
+    if (std::strcmp(name, KILN_EXTENSION_GRAPHS) == 0) return graphs_api();  // staged
 #if KILN_CUDA_NCCL
     // Offered even with no GPU or no NCCL: comm_init_* then say which is missing.
     if (std::strcmp(name, KILN_EXTENSION_COLLECTIVES) == 0) return collectives_api();

@@ -25,6 +25,7 @@ inline constexpr const char* kStagedMaxPoolLastNaN = "max_pool.last_nan";
 inline constexpr const char* kStagedHalfNorm = "norm.half";
 inline constexpr const char* kStagedHalfOptim = "optim.half";
 inline constexpr const char* kStagedUnscale = "amp.unscale";
+inline constexpr const char* kStagedGraphs = "graphs";
 
 /// Whether KILN_CUDA_STAGED turns the staged entry `name` on. Throws sdk::Error
 /// (INTERNAL) for a name that is not in the list: a misspelt name in a kernel file.

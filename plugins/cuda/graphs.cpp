@@ -1,0 +1,170 @@
+#include "graphs.h"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "device.h"
+#include "kiln/sdk/plugin.h"
+#include "kiln/sdk/status.h"
+#include "plugin_state.h"
+#include "staged.h"
+
+struct kiln_graph {
+  kiln::cuda::Device* device = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  std::vector<kiln::cuda::Allocation*> scratch;
+  cudaEvent_t last_launch = nullptr;  // recorded after each launch; destroy waits for it
+};
+
+namespace kiln::cuda {
+
+namespace {
+
+// An open capture: its device and stream, and the scratch memory its kernels took.
+struct Recording {
+  Device* device;
+  cudaStream_t stream;
+  std::vector<Allocation*> scratch;
+};
+
+std::atomic<int> open_count{0};
+std::mutex open_mutex;
+std::vector<std::unique_ptr<Recording>> open_recordings;  // guarded by open_mutex
+
+Recording* find_locked(const Device& device, cudaStream_t stream) {
+  for (const auto& r : open_recordings)
+    if (r->device == &device && r->stream == stream) return r.get();
+  return nullptr;
+}
+
+void free_scratch(Device& device, std::vector<Allocation*>& scratch) noexcept {
+  for (Allocation* a : scratch) {
+    try {
+      device.allocator().deallocate(a, device.default_stream());
+    } catch (const std::exception& e) {
+      sdk::log(KILN_LOG_ERROR, std::string("graph scratch memory: ") + e.what());
+    }
+  }
+  scratch.clear();
+}
+
+kiln_status* capture_begin(kiln_device* handle, kiln_stream* stream) {
+  return sdk::guard("kiln.graphs.v1 capture_begin", [&] {
+    Device& device = sdk::device_from_handle<Device>(handle);
+    device.make_current();
+    const cudaStream_t s = device.cuda_stream(sdk::stream_from_handle<CudaStream>(stream));
+    std::lock_guard lock(open_mutex);
+    for (const auto& r : open_recordings)
+      KILN_SDK_CHECK(r->device != &device, KILN_STATUS_INVALID_ARGUMENT,
+                     "a capture is already open on ", device.label());
+    auto recording = std::make_unique<Recording>(Recording{&device, s, {}});
+    open_recordings.push_back(nullptr);  // room first: nothing can throw after the capture starts
+    check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    open_recordings.back() = std::move(recording);
+    open_count.fetch_add(1, std::memory_order_relaxed);
+  });
+}
+
+kiln_status* capture_end(kiln_device* handle, kiln_stream* stream, kiln_graph** out) {
+  return sdk::guard("kiln.graphs.v1 capture_end", [&] {
+    KILN_SDK_CHECK(out != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
+    *out = nullptr;
+    Device& device = sdk::device_from_handle<Device>(handle);
+    device.make_current();
+    const cudaStream_t s = device.cuda_stream(sdk::stream_from_handle<CudaStream>(stream));
+    std::unique_ptr<Recording> recording;
+    {
+      std::lock_guard lock(open_mutex);
+      for (auto it = open_recordings.begin(); it != open_recordings.end(); ++it) {
+        if (*it && (*it)->device == &device && (*it)->stream == s) {
+          recording = std::move(*it);
+          open_recordings.erase(it);
+          open_count.fetch_sub(1, std::memory_order_relaxed);
+          break;
+        }
+      }
+    }
+    KILN_SDK_CHECK(recording != nullptr, KILN_STATUS_INVALID_ARGUMENT, "no capture is open on ",
+                   device.label(), " on this stream");
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(s, &graph);
+    cudaGraphExec_t exec = nullptr;
+    cudaError_t instantiated = cudaErrorStreamCaptureInvalidated;
+    if (ended == cudaSuccess && graph != nullptr) {
+      instantiated = cudaGraphInstantiate(&exec, graph, 0);
+      (void)cudaGraphDestroy(graph);
+    }
+    if (ended != cudaSuccess || instantiated != cudaSuccess) {
+      (void)cudaGetLastError();  // the capture's failure is reported here, not by the next op
+      free_scratch(device, recording->scratch);
+      check(ended != cudaSuccess ? ended : instantiated,
+            ended != cudaSuccess ? "cudaStreamEndCapture" : "cudaGraphInstantiate");
+    }
+    auto* g = new kiln_graph;
+    g->device = &device;
+    g->exec = exec;
+    g->scratch = std::move(recording->scratch);
+    *out = g;
+  });
+}
+
+kiln_status* launch(kiln_device* handle, kiln_graph* graph, kiln_stream* stream) {
+  return sdk::guard("kiln.graphs.v1 launch", [&] {
+    KILN_SDK_CHECK(graph != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null graph");
+    Device& device = sdk::device_from_handle<Device>(handle);
+    KILN_SDK_CHECK(graph->device == &device, KILN_STATUS_INVALID_ARGUMENT,
+                   "the graph was recorded on another device");
+    device.make_current();
+    const cudaStream_t s = device.cuda_stream(sdk::stream_from_handle<CudaStream>(stream));
+    check(cudaGraphLaunch(graph->exec, s), "cudaGraphLaunch");
+    if (graph->last_launch == nullptr) graph->last_launch = device.events().get();
+    check(cudaEventRecord(graph->last_launch, s), "cudaEventRecord");
+  });
+}
+
+kiln_status* destroy(kiln_device* handle, kiln_graph* graph) {
+  return sdk::guard("kiln.graphs.v1 destroy", [&] {
+    if (graph == nullptr) return;
+    std::unique_ptr<kiln_graph> owned(graph);
+    Device& device = sdk::device_from_handle<Device>(handle);
+    device.make_current();
+    cudaError_t waited = cudaSuccess;
+    if (graph->last_launch != nullptr) {
+      waited = cudaEventSynchronize(graph->last_launch);
+      device.events().put(graph->last_launch);
+    }
+    const cudaError_t destroyed = graph->exec ? cudaGraphExecDestroy(graph->exec) : cudaSuccess;
+    free_scratch(device, graph->scratch);
+    check(waited, "cudaEventSynchronize (the graph's last launch)");
+    check(destroyed, "cudaGraphExecDestroy");
+  });
+}
+
+const kiln_graphs_api kGraphs = {sizeof(kiln_graphs_api), &capture_begin, &capture_end, &launch,
+                                 &destroy};
+
+}  // namespace
+
+const kiln_graphs_api* graphs_api() {
+  static const bool offered = staged_on(kStagedGraphs) && !plugin_state().config.sync_after_ops;
+  return offered ? &kGraphs : nullptr;
+}
+
+bool recording(const Device& device, cudaStream_t stream) noexcept {
+  if (open_count.load(std::memory_order_relaxed) == 0) [[likely]]
+    return false;
+  std::lock_guard lock(open_mutex);
+  return find_locked(device, stream) != nullptr;
+}
+
+void keep_for_graph(const Device& device, cudaStream_t stream, Allocation* allocation) {
+  std::lock_guard lock(open_mutex);
+  Recording* r = find_locked(device, stream);
+  KILN_SDK_CHECK(r != nullptr, KILN_STATUS_INTERNAL, "no capture is open on this stream");
+  r->scratch.push_back(allocation);
+}
+
+}  // namespace kiln::cuda

@@ -139,12 +139,15 @@ cudnnHandle_t Launch::cudnn() const {
 void* Launch::scratch(size_t bytes) const {
   KILN_SDK_CHECK(state_ != nullptr, KILN_STATUS_INTERNAL,
                  "Launch::scratch needs a Launch made by the runtime");
+  // While a CUDA graph records this stream the call declines (it runs as an ordinary
+  // call): the caching allocator records and queries events to reuse blocks, which a
+  // stream capture forbids.
+  KILN_SDK_CHECK(!recording(*device_, stream_), KILN_STATUS_UNSUPPORTED,
+                 "needs scratch memory, which is not allocated while a CUDA graph records: "
+                 "not recorded (it runs as an ordinary call)");
   Allocation* a = device_->allocator().allocate(bytes, 256, stream_);
   try {
-    if (recording(*device_, stream_))
-      keep_for_graph(*device_, stream_, a);  // a replay of the graph uses it again
-    else
-      state_->scratch.push_back(a);
+    state_->scratch.push_back(a);
   } catch (...) {
     device_->allocator().deallocate(a, stream_);
     throw;

@@ -15,7 +15,6 @@
 struct kiln_graph {
   kiln::cuda::Device* device = nullptr;
   cudaGraphExec_t exec = nullptr;
-  std::vector<kiln::cuda::Allocation*> scratch;
   cudaEvent_t last_launch = nullptr;  // recorded after each launch; destroy waits for it
 };
 
@@ -23,11 +22,10 @@ namespace kiln::cuda {
 
 namespace {
 
-// An open capture: its device and stream, and the scratch memory its kernels took.
+// An open capture: its device and stream.
 struct Recording {
   Device* device;
   cudaStream_t stream;
-  std::vector<Allocation*> scratch;
 };
 
 std::atomic<int> open_count{0};
@@ -40,17 +38,6 @@ Recording* find_locked(const Device& device, cudaStream_t stream) {
   return nullptr;
 }
 
-void free_scratch(Device& device, std::vector<Allocation*>& scratch) noexcept {
-  for (Allocation* a : scratch) {
-    try {
-      device.allocator().deallocate(a, device.default_stream());
-    } catch (const std::exception& e) {
-      sdk::log(KILN_LOG_ERROR, std::string("graph scratch memory: ") + e.what());
-    }
-  }
-  scratch.clear();
-}
-
 kiln_status* capture_begin(kiln_device* handle, kiln_stream* stream) {
   return sdk::guard("kiln.graphs.v1 capture_begin", [&] {
     Device& device = sdk::device_from_handle<Device>(handle);
@@ -60,9 +47,13 @@ kiln_status* capture_begin(kiln_device* handle, kiln_stream* stream) {
     for (const auto& r : open_recordings)
       KILN_SDK_CHECK(r->device != &device, KILN_STATUS_INVALID_ARGUMENT,
                      "a capture is already open on ", device.label());
-    auto recording = std::make_unique<Recording>(Recording{&device, s, {}});
+    auto recording = std::make_unique<Recording>(Recording{&device, s});
     open_recordings.push_back(nullptr);  // room first: nothing can throw after the capture starts
-    check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    if (const cudaError_t began = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+        began != cudaSuccess) {
+      open_recordings.pop_back();
+      check(began, "cudaStreamBeginCapture");
+    }
     open_recordings.back() = std::move(recording);
     open_count.fetch_add(1, std::memory_order_relaxed);
   });
@@ -99,14 +90,18 @@ kiln_status* capture_end(kiln_device* handle, kiln_stream* stream, kiln_graph** 
     }
     if (ended != cudaSuccess || instantiated != cudaSuccess) {
       (void)cudaGetLastError();  // the capture's failure is reported here, not by the next op
-      free_scratch(device, recording->scratch);
       check(ended != cudaSuccess ? ended : instantiated,
             ended != cudaSuccess ? "cudaStreamEndCapture" : "cudaGraphInstantiate");
     }
-    auto* g = new kiln_graph;
+    kiln_graph* g = nullptr;
+    try {
+      g = new kiln_graph;
+    } catch (...) {
+      (void)cudaGraphExecDestroy(exec);
+      throw;
+    }
     g->device = &device;
     g->exec = exec;
-    g->scratch = std::move(recording->scratch);
     *out = g;
   });
 }
@@ -137,7 +132,6 @@ kiln_status* destroy(kiln_device* handle, kiln_graph* graph) {
       device.events().put(graph->last_launch);
     }
     const cudaError_t destroyed = graph->exec ? cudaGraphExecDestroy(graph->exec) : cudaSuccess;
-    free_scratch(device, graph->scratch);
     check(waited, "cudaEventSynchronize (the graph's last launch)");
     check(destroyed, "cudaGraphExecDestroy");
   });
@@ -149,7 +143,10 @@ const kiln_graphs_api kGraphs = {sizeof(kiln_graphs_api), &capture_begin, &captu
 }  // namespace
 
 const kiln_graphs_api* graphs_api() {
-  static const bool offered = staged_on(kStagedGraphs) && !plugin_state().config.sync_after_ops;
+  // Not under KILN_CUDA_SYNC=1 (a synchronization per op cannot be captured) nor
+  // cuda_malloc_async (an allocation on a capturing stream becomes a graph node).
+  static const bool offered = staged_on(kStagedGraphs) && !plugin_state().config.sync_after_ops &&
+                              plugin_state().config.allocator != AllocatorKind::MallocAsync;
   return offered ? &kGraphs : nullptr;
 }
 
@@ -158,13 +155,6 @@ bool recording(const Device& device, cudaStream_t stream) noexcept {
     return false;
   std::lock_guard lock(open_mutex);
   return find_locked(device, stream) != nullptr;
-}
-
-void keep_for_graph(const Device& device, cudaStream_t stream, Allocation* allocation) {
-  std::lock_guard lock(open_mutex);
-  Recording* r = find_locked(device, stream);
-  KILN_SDK_CHECK(r != nullptr, KILN_STATUS_INTERNAL, "no capture is open on this stream");
-  r->scratch.push_back(allocation);
 }
 
 }  // namespace kiln::cuda

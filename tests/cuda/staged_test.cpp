@@ -184,7 +184,9 @@ TEST(CudaStaged, HalfOptimizerStepsMatchTheCpu) {
       Tensor start = randn({5, 7}).to(dtype);
       std::vector<Tensor> grads;
       for (int i = 0; i < 3; ++i) grads.push_back(randn({5, 7}).to(dtype));
-      auto train_on = [&](const Device& d) {
+      // The parameter, then every optimizer state tensor (momentum buffer, exp_avg,
+      // exp_avg_sq), on the CPU.
+      auto train_on = [&](const Device& d) -> std::vector<Tensor> {
         Tensor p = start.to(d).requires_grad_();
         std::unique_ptr<optim::Optimizer> opt;
         if (kind == 0)
@@ -201,25 +203,32 @@ TEST(CudaStaged, HalfOptimizerStepsMatchTheCpu) {
           p.set_grad(g.to(d));
           opt->step();
         }
-        return p.detach();
+        std::vector<Tensor> out{p.detach().to(kCpu)};
+        for (const auto& [name, t] : opt->state_dict())
+          if (t.numel() == p.numel()) out.push_back(t.to(kCpu));
+        return out;
       };
-      const Tensor want = train_on(kCpu);
-      Tensor got;
+      const std::vector<Tensor> want = train_on(kCpu);
+      std::vector<Tensor> got;
       EXPECT_EQ(fallbacks_of("_step", [&] { got = train_on(kCuda0); }), 0u);
-      EXPECT_TRUE(same_values(got, want));
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_GE(want.size(), kind == 0 ? 2u : 3u);  // the state is compared too
+      for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(same_values(got[i], want[i])) << i;
     }
   }
 }
 
 // GradScaler's check and unscale: the gradients and the verdict equal the CPU's, for a
-// clean step and one holding an inf; inv_scale is read on the device.
+// clean step and ones holding an inf or a NaN; inv_scale (1/3: the multiplies round) is
+// read on the device.
 TEST(CudaStaged, UnscaleMatchesTheCpu) {
   KILN_REQUIRE_CUDA();
-  for (bool with_inf : {false, true}) {
-    SCOPED_TRACE(with_inf ? "with inf" : "clean");
+  for (double bad : {0.0, kInf, kNaN}) {
+    const bool with_inf = bad != 0.0;
+    SCOPED_TRACE(bad);
     Tensor g32 = randn({9, 4}) * 1024.0;
     Tensor g16 = (randn({33}) * 1024.0).to(bfloat16);
-    if (with_inf) g16.index({3}).fill_(kInf);
+    if (with_inf) g16.index({3}).fill_(bad);
     struct Run {
       Tensor grad32, grad16;
       bool stepped;
@@ -230,7 +239,9 @@ TEST(CudaStaged, UnscaleMatchesTheCpu) {
       a.set_grad(g32.to(d).t().contiguous().t());  // a strided gradient too
       b.set_grad(g16.to(d));
       optim::SGD opt({a, b}, optim::SGDOptions(0.0));
-      amp::GradScaler scaler(amp::GradScalerOptions{});
+      amp::GradScalerOptions scaling;
+      scaling.init_scale = 3.0;
+      amp::GradScaler scaler(scaling);
       scaler.unscale_(opt);
       Run r{a.grad().clone(), b.grad().clone(), false};
       r.stepped = scaler.step(opt);

@@ -64,7 +64,7 @@ __device__ __forceinline__ T narrow(double v) {
   if constexpr (is_half_v<T>)
     return T(static_cast<float>(v));
   else
-    return narrow<T>(v);
+    return static_cast<T>(v);
 }
 
 using sdk::ChannelLayout;

@@ -1,5 +1,6 @@
 #include "graphs.h"
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -24,18 +25,18 @@ namespace {
 
 // An open capture: its device and stream.
 struct Recording {
-  Device* device;
+  const Device* device;
   cudaStream_t stream;
 };
 
 std::atomic<int> open_count{0};
 std::mutex open_mutex;
-std::vector<std::unique_ptr<Recording>> open_recordings;  // guarded by open_mutex
+std::vector<Recording> open_recordings;  // guarded by open_mutex
 
-Recording* find_locked(const Device& device, cudaStream_t stream) {
-  for (const auto& r : open_recordings)
-    if (r->device == &device && r->stream == stream) return r.get();
-  return nullptr;
+std::vector<Recording>::iterator find_locked(const Device& device, cudaStream_t stream) {
+  return std::find_if(open_recordings.begin(), open_recordings.end(), [&](const Recording& r) {
+    return r.device == &device && r.stream == stream;
+  });
 }
 
 kiln_status* capture_begin(kiln_device* handle, kiln_stream* stream) {
@@ -44,17 +45,15 @@ kiln_status* capture_begin(kiln_device* handle, kiln_stream* stream) {
     device.make_current();
     const cudaStream_t s = device.cuda_stream(sdk::stream_from_handle<CudaStream>(stream));
     std::lock_guard lock(open_mutex);
-    for (const auto& r : open_recordings)
-      KILN_SDK_CHECK(r->device != &device, KILN_STATUS_INVALID_ARGUMENT,
+    for (const Recording& r : open_recordings)
+      KILN_SDK_CHECK(r.device != &device, KILN_STATUS_INVALID_ARGUMENT,
                      "a capture is already open on ", device.label());
-    auto recording = std::make_unique<Recording>(Recording{&device, s});
-    open_recordings.push_back(nullptr);  // room first: nothing can throw after the capture starts
+    open_recordings.push_back({&device, s});  // first: nothing throws after the capture starts
     if (const cudaError_t began = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
         began != cudaSuccess) {
       open_recordings.pop_back();
       check(began, "cudaStreamBeginCapture");
     }
-    open_recordings.back() = std::move(recording);
     open_count.fetch_add(1, std::memory_order_relaxed);
   });
 }
@@ -66,20 +65,14 @@ kiln_status* capture_end(kiln_device* handle, kiln_stream* stream, kiln_graph** 
     Device& device = sdk::device_from_handle<Device>(handle);
     device.make_current();
     const cudaStream_t s = device.cuda_stream(sdk::stream_from_handle<CudaStream>(stream));
-    std::unique_ptr<Recording> recording;
     {
       std::lock_guard lock(open_mutex);
-      for (auto it = open_recordings.begin(); it != open_recordings.end(); ++it) {
-        if (*it && (*it)->device == &device && (*it)->stream == s) {
-          recording = std::move(*it);
-          open_recordings.erase(it);
-          open_count.fetch_sub(1, std::memory_order_relaxed);
-          break;
-        }
-      }
+      const auto it = find_locked(device, s);
+      KILN_SDK_CHECK(it != open_recordings.end(), KILN_STATUS_INVALID_ARGUMENT,
+                     "no capture is open on ", device.label(), " on this stream");
+      open_recordings.erase(it);
+      open_count.fetch_sub(1, std::memory_order_relaxed);
     }
-    KILN_SDK_CHECK(recording != nullptr, KILN_STATUS_INVALID_ARGUMENT, "no capture is open on ",
-                   device.label(), " on this stream");
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(s, &graph);
     cudaGraphExec_t exec = nullptr;
@@ -154,7 +147,7 @@ bool recording(const Device& device, cudaStream_t stream) noexcept {
   if (open_count.load(std::memory_order_relaxed) == 0) [[likely]]
     return false;
   std::lock_guard lock(open_mutex);
-  return find_locked(device, stream) != nullptr;
+  return find_locked(device, stream) != open_recordings.end();
 }
 
 }  // namespace kiln::cuda

@@ -21,12 +21,12 @@ std::vector<PluginLoadFailure> plugin_load_failures() { return detail::Registry:
 
 namespace {
 
-// The plugin's staged code, "kiln.staged.v1"; a table or entry too small for its fields,
-// or a missing string, is read as far as it is whole.
+// The plugin's staged code, "kiln.staged.v1" (the table was checked at load); an entry
+// too small for its fields is skipped, a missing string read as empty.
 std::vector<StagedInfo> staged_of(const detail::Plugin* plugin) {
   std::vector<StagedInfo> out;
   const kiln_staged_api* table = plugin->staged;
-  if (!table || table->struct_size < KILN_STAGED_API_SIZE_V1 || !table->entries) return out;
+  if (!table) return out;
   auto text = [](const char* s) { return std::string(s ? s : ""); };
   for (size_t i = 0; i < table->count; ++i) {
     const kiln_staged_entry* e = table->entries[i];

@@ -251,6 +251,7 @@ std::string Registry::load_plugin(const fs::path& path) {
     const kiln_collectives_api* collectives = nullptr;
     const kiln_threads_api* threads = nullptr;
     const kiln_graphs_api* graphs = nullptr;
+    const kiln_staged_api* staged = nullptr;
     try {
       collectives = static_cast<const kiln_collectives_api*>(
           api->get_extension(api->context, KILN_EXTENSION_COLLECTIVES));
@@ -258,7 +259,7 @@ std::string Registry::load_plugin(const fs::path& path) {
           api->get_extension(api->context, KILN_EXTENSION_THREADS));
       op_schemas = static_cast<const kiln_op_schemas_api*>(
           api->get_extension(api->context, KILN_EXTENSION_OP_SCHEMAS));
-      plugin->staged = static_cast<const kiln_staged_api*>(
+      staged = static_cast<const kiln_staged_api*>(
           api->get_extension(api->context, KILN_EXTENSION_STAGED));
       graphs = static_cast<const kiln_graphs_api*>(
           api->get_extension(api->context, KILN_EXTENSION_GRAPHS));
@@ -285,6 +286,16 @@ std::string Registry::load_plugin(const fs::path& path) {
               std::to_string(graphs->struct_size) + "); kiln::Graph replays call by call");
     else
       plugin->graphs = graphs;
+    // Read whole or not at all: a count no plugin has, or entries missing, is a broken table.
+    constexpr size_t kMaxStagedEntries = 4096;
+    if (staged && (staged->struct_size < KILN_STAGED_API_SIZE_V1 ||
+                   staged->count > kMaxStagedEntries || (staged->count > 0 && !staged->entries)))
+      log(KILN_LOG_WARNING, api->name,
+          concat("the kiln.staged.v1 table is malformed (struct_size ", staged->struct_size,
+                 ", count ", staged->count, ", at most ", kMaxStagedEntries,
+                 "); its staged code is not listed"));
+    else
+      plugin->staged = staged;
   }
   try {
     if (kiln_status* status = api->device_count(api->context, &plugin->device_count))

@@ -431,8 +431,10 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
       {"kiln.gt", {0, 0, 1, 0, 0}},          {"kiln.ge", {0, 1, 1, 0, 1}},
       {"kiln.logical_and", {1, 1, 1, 1, 0}}, {"kiln.logical_or", {1, 1, 1, 1, 0}},
   };
-  for (const auto& [op, f] : predicates) {
+  for (const auto& [op, fn] : predicates) {
     const std::vector<double> answer = predicate_answers.at(op);
+    // A copy, not the structured binding: clang 14 cannot capture a binding.
+    const auto f = fn;
     suites.push_back({op, [f, answer] {
                         auto cases = predicate_cases(f);
                         cases.push_back(known(

@@ -45,7 +45,9 @@ TEST_P(BadInput, BinaryBroadcastFailureNamesBothShapes) {
                                                   {"ge", ge},
                                                   {"logical_and", logical_and},
                                                   {"logical_or", logical_or}};
-  for (const auto& [name, op] : ops) {
+  for (const auto& entry : ops) {
+    const auto& name = entry.first;  // not a structured binding: clang 14 cannot capture one
+    const auto& op = entry.second;
     SCOPED_TRACE(name);
     EXPECT_KILN_ERROR(op(a_, b_), name, "[2, 3]", "[4, 5]");
   }

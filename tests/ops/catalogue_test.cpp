@@ -30,7 +30,9 @@ using Param = std::tuple<Device, std::string>;
 class CatalogueOps : public ::testing::TestWithParam<Param> {};
 
 TEST_P(CatalogueOps, MatchTheCpuReference) {
-  const auto& [device, op] = GetParam();
+  // Not a structured binding: clang 14 cannot capture one in the lambda below.
+  const Device device = std::get<0>(GetParam());
+  const std::string op = std::get<1>(GetParam());
   const auto& suites = kc::op_suites();
   const auto suite =
       std::find_if(suites.begin(), suites.end(), [&](const kc::OpSuite& s) { return s.op == op; });

@@ -365,7 +365,9 @@ TEST(Optimizers, LoadStateDictRefusesBadValuesNamingTheKey) {
       {{{"param_groups.0.lr", lr}, {"state.0.exp_avg", zeros({3}, float64)}},
        "key 'state.0.exp_avg': shape [3] does not match the parameter's [2]"},
   };
-  for (const auto& [dict, expected] : cases) {
+  for (const auto& c : cases) {
+    const auto& dict = c.first;  // not a binding: clang 14 cannot capture one
+    const auto& expected = c.second;
     std::string message = error_of([&] { adam.load_state_dict(dict); });
     EXPECT_NE(message.find(expected), std::string::npos) << message;
     EXPECT_EQ(error_of([&] { adam.check_state_dict(dict); }), message);

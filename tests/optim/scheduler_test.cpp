@@ -151,7 +151,9 @@ TEST(Schedulers, LoadStateDictRefusesBadEntriesAndChangesNothing) {
       {{{"last_step", ok_step}}, "lacks 'base_lrs'"},
       {{{"last_step", ok_step}, {"base_lrs", ok_lrs}, {"gamma", ok_lrs}}, "unknown key 'gamma'"},
   };
-  for (const auto& [d, expected] : cases) {
+  for (const auto& c : cases) {
+    const auto& d = c.first;  // not a binding: clang 14 cannot capture one
+    const auto& expected = c.second;
     const std::string message = error_of([&] { s.load_state_dict(d); });
     EXPECT_NE(message.find(expected), std::string::npos) << message;
     EXPECT_EQ(s.last_step(), 1);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <limits>
 #include <thread>
 
 #include "kiln/sdk/half.h"
@@ -14,9 +13,6 @@ namespace {
 
 using sdk::bfloat16;
 using sdk::float16;
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 std::vector<float> ramp(size_t n, float scale = 0.25f, float shift = -3.0f) {
   std::vector<float> v(n);

@@ -2,7 +2,6 @@
 // full, long-and-split), against double-precision references, plus determinism.
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <numeric>
 
 #include "kiln/sdk/half.h"
@@ -10,8 +9,6 @@
 
 namespace kiln::test {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Deterministic values of mixed sign and magnitude.
 std::vector<float> values(size_t n, uint32_t seed = 1) {

@@ -34,6 +34,11 @@ class Loss : public Module {
   explicit Loss(std::string name) : Module(std::move(name)) {}
   virtual Tensor forward(const Tensor& input, const Tensor& target) = 0;
   Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
+
+ private:
+  // Module's one-input forward is not a loss's call (it throws); named here so that the
+  // two-input forward does not hide it (clang's -Woverloaded-virtual, part of -Wall).
+  using Module::forward;
 };
 
 class MSELoss : public Loss {

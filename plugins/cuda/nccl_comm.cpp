@@ -1,8 +1,6 @@
 #include "nccl_comm.h"
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
 #include <cstdlib>
 #include <thread>
 #include <utility>
@@ -10,6 +8,7 @@
 #include "device.h"
 #include "kiln/sdk/plugin.h"
 #include "kiln/sdk/status.h"
+#include "nccl_watchdog.h"
 
 namespace kiln::cuda {
 
@@ -113,136 +112,6 @@ void GroupInfo::abort_all(kiln_status_code code, const std::string& reason) {
   }
   for (const auto& comm : comms) comm->abort(code, reason);
 }
-
-// -- the watchdog ------------------------------------------------------------------------
-
-// Follows every enqueued collective until its end event completes or its communicator
-// is aborted. One thread for the process, started with the first collective (the
-// plugin is never unloaded); it sleeps while nothing is in flight, and stops polling at
-// exit (an atexit handler, registered after the CUDA runtime's own and so run before
-// it), so that it never calls into a runtime being torn down.
-class Watchdog {
- public:
-  static Watchdog& get() {
-    static Watchdog* const instance = [] {
-      auto* w = new Watchdog();
-      std::atexit([] { stopping().store(true, std::memory_order_release); });
-      std::thread([w] { w->run(); }).detach();
-      return w;
-    }();
-    return *instance;
-  }
-
-  struct Entry {
-    std::shared_ptr<NcclComm> comm;
-    const char* name;
-    uint64_t position;
-    cudaEvent_t start;
-    cudaEvent_t end;
-    bool started = false;
-    Clock::time_point deadline{};
-  };
-
-  void add(Entry entry) {
-    {
-      std::lock_guard lock(mutex_);
-      entries_.push_back(std::move(entry));
-    }
-    cv_.notify_one();
-  }
-
- private:
-  static constexpr auto kPollInterval = std::chrono::milliseconds(2);
-
-  static std::atomic<bool>& stopping() {
-    static std::atomic<bool> flag{false};
-    return flag;
-  }
-
-  void run() {
-    std::vector<Entry> work;
-    std::vector<Entry> kept;
-    while (!stopping().load(std::memory_order_acquire)) {
-      {
-        std::unique_lock lock(mutex_);
-        if (!kept.empty()) {
-          // Kept entries go first, so they stay in the order they were enqueued.
-          for (Entry& e : entries_) kept.push_back(std::move(e));
-          entries_.swap(kept);
-          kept.clear();
-        }
-        cv_.wait(lock, [&] { return !entries_.empty(); });
-        work.swap(entries_);
-      }
-      for (Entry& e : work)
-        if (!finished(e)) kept.push_back(std::move(e));
-      work.clear();
-      if (!kept.empty()) std::this_thread::sleep_for(kPollInterval);
-    }
-  }
-
-  static void release(Entry& e) noexcept {
-    e.comm->device().events().put(e.start);
-    e.comm->device().events().put(e.end);
-    std::lock_guard lock(e.comm->mutex_);
-    --e.comm->in_flight_;
-  }
-
-  // True once `e` needs no more watching (and its events are released).
-  static bool finished(Entry& e) noexcept {
-    NcclComm& comm = *e.comm;
-    bool aborted = false;
-    {
-      std::lock_guard lock(comm.mutex_);
-      aborted = comm.aborted_;
-    }
-    if (!aborted) {
-      try {
-        Device& device = comm.device();
-        device.make_current();
-        if (!e.started && device.event_done(e.start)) {
-          e.started = true;
-          e.deadline = deadline_after(comm.timeout_seconds());
-        }
-        if (e.started && device.event_done(e.end)) {
-          release(e);
-          return true;
-        }
-      } catch (const std::exception& error) {
-        // A CUDA error on the stream: its next synchronization reports it better.
-        release(e);
-        return true;
-      }
-      // Composing a message allocates: out of memory there still aborts, unexplained.
-      if (const ncclResult_t async = comm.async_error();
-          async != ncclSuccess && async != ncclInProgress) {
-        std::string reason;
-        try {
-          reason = nccl_message(async, sdk::str_cat(e.name, " on ", comm.label()).c_str(), nullptr);
-        } catch (...) {
-        }
-        comm.abort(KILN_STATUS_DEVICE_ERROR, reason);
-      } else if (e.started && Clock::now() > e.deadline) {
-        std::string reason;
-        try {
-          reason = sdk::str_cat(e.name, " on ", comm.label(), " did not complete within ",
-                                comm.timeout_seconds(), " s: ", comm.who_is_missing(e.position));
-        } catch (...) {
-        }
-        comm.abort(KILN_STATUS_DEVICE_ERROR, reason);
-        if (comm.group_) comm.group_->abort_all(KILN_STATUS_DEVICE_ERROR, reason);
-      } else {
-        return false;
-      }
-    }
-    release(e);
-    return true;
-  }
-
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::vector<Entry> entries_;
-};
 
 // -- NcclComm ------------------------------------------------------------------------------
 

@@ -304,7 +304,7 @@ def main():
 #   "functor": "Exp"      the kiln::sdk functor (kiln/sdk/functors.h) every plugin's
 #       generic loop applies; the op is then registered by KILN_*_POINTWISE_OPS
 #   "gradient": {"x": "grad * result"}  one C++ expression per input over the inputs,
-#       `result` and `grad`, in namespace kiln (helpers: autograd/formulas.h); or
+#       `result` and `grad`, in namespace kiln (helpers: ops/formulas.h); or
 #       {"backward": "maximum_backward"}, a hand-written function of (grad, inputs...)
 #       that returns every input's gradient
 #   "test": {"domain": [[lo, hi], ...], "special": false}  where the conformance suite
@@ -483,8 +483,8 @@ def gradient_code(op, fn, promote_call):
 def frontend_definitions(cat):
     out = [generated_banner("//"),
            "// The pointwise ops' functions, methods and gradients.\n"
-           '#include "amp/autocast.h"\n'
-           '#include "autograd/formulas.h"\n'
+           '#include "dispatch/autocast.h"\n'
+           '#include "ops/formulas.h"\n'
            '#include "autograd/record.h"\n'
            '#include "kiln/ops.h"\n'
            '#include "ops/complex.h"\n'
@@ -689,7 +689,7 @@ def frontend_attrs_header(cat):
            "//   detail::dispatch(attrs::softmax{.dim = d}, {x.impl().get()}, {y.impl().get()});\n"
            "// @endcode\n"
            "#pragma once\n\n#include <array>\n#include <cstdint>\n\n"
-           '#include "kiln/c_api.h"\n#include "ops/dispatch.h"\n\n'
+           '#include "kiln/c_api.h"\n#include "dispatch/dispatch.h"\n\n'
            "namespace kiln::detail::attrs {\n\n"]
     for op in cat["ops"]:
         if not op["attributes"]:

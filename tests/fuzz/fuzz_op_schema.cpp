@@ -1,5 +1,5 @@
 // libFuzzer target: the validator of plugin-declared op schemas
-// (kiln::detail::parse_op_schema, frontend/src/ops/op_schema.h), fed the fuzz input as
+// (kiln::detail::parse_op_schema, frontend/src/runtime/op_schema.h), fed the fuzz input as
 // the JSON text a plugin's "kiln.op_schemas.v1" table hands over for "fuzz.op".
 //
 // Contract under test: whatever the bytes (not JSON, deep, huge, wrong types, numbers
@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "kiln/error.h"
-#include "ops/op_schema.h"
+#include "runtime/op_schema.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "kiln/custom_op.h"
-#include "ops/op_schema.h"
+#include "runtime/op_schema.h"
 #include "runtime/runtime_test_util.h"
 
 namespace kiln {

@@ -1,5 +1,5 @@
 // Autocast scopes (kiln/amp.h): per-thread state, the policy lookup and the cast cache.
-#include "amp/autocast.h"
+#include "dispatch/autocast.h"
 
 #include <string>
 #include <unordered_map>
@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "core/tensor_impl.h"
-#include "graph/capture.h"
 #include "kiln/amp.h"
 #include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "op_autocast.h"
+#include "runtime/graph_capture.h"
 
 namespace kiln {
 

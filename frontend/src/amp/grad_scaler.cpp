@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "graph/capture.h"
 #include "kiln/amp.h"
 #include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "kiln/optim/optimizer.h"
 #include "ops/common.h"
+#include "runtime/graph_capture.h"
 
 namespace kiln::amp {
 

@@ -45,6 +45,9 @@ struct SavedTensor {
 };
 SavedTensor save(const Tensor& t);
 
+/// The tensor's autograd state, created on first use.
+AutogradMeta& meta_of(const Tensor& t);
+
 /// The gradient edge of `t`: its grad_fn, or its leaf accumulator, or invalid.
 kiln::autograd::Edge gradient_edge(const Tensor& t);
 

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "core/tensor_impl.h"
-#include "graph/capture.h"
 #include "kiln/error.h"
+#include "runtime/graph_capture.h"
 #include "runtime/registry.h"
 
 namespace kiln {

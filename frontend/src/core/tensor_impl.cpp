@@ -1,5 +1,6 @@
 #include "core/tensor_impl.h"
 
+#include <algorithm>
 #include <ostream>
 
 #include "kiln/error.h"
@@ -16,6 +17,13 @@ std::ostream& operator<<(std::ostream& out, IntArrayRef values) {
 }  // namespace kiln
 
 namespace kiln::detail {
+
+int64_t wrap_dim(int64_t dim, int64_t rank, const char* op) {
+  int64_t lo = rank == 0 ? -1 : -rank, hi = rank == 0 ? 0 : rank - 1;
+  KILN_CHECK(dim >= lo && dim <= hi, op, ": dimension ", dim, " is out of range for a ", rank,
+             "-D tensor (expected ", lo, " to ", hi, ")");
+  return dim < 0 ? dim + std::max<int64_t>(rank, 1) : dim;
+}
 
 bool TensorImpl::is_contiguous() const {
   int64_t expected = 1;

@@ -11,40 +11,11 @@
 #include "kiln/c_api.h"
 #include "kiln/dtype.h"
 #include "kiln/tensor.h"
+#include "runtime/storage.h"
 
 namespace kiln::detail {
 
 using SmallDims = boost::container::small_vector<int64_t, 6>;
-
-class DeviceContext;
-
-/// One allocation on one device. Freed through the plugin when the last view goes.
-struct Storage {
-  Storage(DeviceContext* device, kiln_buffer* buffer, void* data, size_t bytes)
-      : device(device), buffer(buffer), data(data), bytes(bytes) {}
-  /// Memory Kiln did not allocate (from_blob, from_dlpack): `release` (if any) is called
-  /// with `data` instead of the plugin's deallocate.
-  Storage(DeviceContext* device, void* data, size_t bytes, std::function<void(void*)> release)
-      : device(device),
-        buffer(nullptr),
-        data(data),
-        bytes(bytes),
-        release(std::move(release)),
-        external(true) {}
-  ~Storage();
-  Storage(const Storage&) = delete;
-  Storage& operator=(const Storage&) = delete;
-
-  DeviceContext* const device;
-  kiln_buffer* const buffer;
-  void* const data;
-  const size_t bytes;
-  const std::function<void(void*)> release;
-  const bool external = false;
-  /// Bumped by every in-place write, so autograd can tell that a tensor it saved
-  /// for backward was modified afterwards.
-  uint64_t version = 0;
-};
 
 /// Autograd state of one tensor; absent (null) for the common tensor that neither
 /// requires grad nor was produced by a recorded op.
@@ -79,6 +50,9 @@ struct TensorImpl {
 };
 
 /// Row-major strides for `shape`.
+/// Wraps a possibly negative `dim` into [0, rank); throws naming `op`.
+int64_t wrap_dim(int64_t dim, int64_t rank, const char* op);
+
 SmallDims contiguous_strides(IntArrayRef shape);
 /// Product of the sizes; throws on overflow or negative sizes.
 int64_t checked_numel(IntArrayRef shape, const char* op);

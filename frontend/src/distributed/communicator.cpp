@@ -12,10 +12,11 @@
 #include <thread>
 
 #include "core/tensor_impl.h"
-#include "graph/capture.h"
+#include "dispatch/dispatch.h"
+#include "dispatch/fallback.h"
 #include "kiln/error.h"
 #include "kiln/ops.h"
-#include "ops/dispatch.h"
+#include "runtime/graph_capture.h"
 #include "runtime/log.h"
 #include "runtime/registry.h"
 

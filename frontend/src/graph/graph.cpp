@@ -1,5 +1,5 @@
 // kiln::Graph on every backend: the frontend records the kernel calls its dispatcher
-// makes during a capture and replays them (graph/capture.h, kiln/graph.h).
+// makes during a capture and replays them (runtime/graph_capture.h, kiln/graph.h).
 
 #include "kiln/graph.h"
 
@@ -13,11 +13,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "graph/capture.h"
 #include "graph/device_graphs.h"
 #include "kiln/error.h"
 #include "ops/common.h"
 #include "runtime/exit_guard.h"
+#include "runtime/graph_capture.h"
 #include "runtime/log.h"
 #include "runtime/registry.h"
 

@@ -3,8 +3,8 @@
 
 #include <array>
 
-#include "amp/autocast.h"
 #include "autograd/record.h"
+#include "dispatch/autocast.h"
 #include "kiln/nn/functional.h"
 #include "kiln/ops.h"
 #include "ops/common.h"

@@ -1,7 +1,7 @@
 // linear and embedding: the layers defined by a weight matrix.
 
-#include "amp/autocast.h"
 #include "autograd/record.h"
+#include "dispatch/autocast.h"
 #include "kiln/autograd.h"
 #include "kiln/nn/functional.h"
 #include "kiln/ops.h"

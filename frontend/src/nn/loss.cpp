@@ -4,8 +4,8 @@
 
 #include <atomic>
 
-#include "amp/autocast.h"
 #include "autograd/record.h"
+#include "dispatch/autocast.h"
 #include "kiln/autograd.h"
 #include "kiln/nn/functional.h"
 #include "kiln/ops.h"

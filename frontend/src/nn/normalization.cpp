@@ -1,7 +1,7 @@
 // batch_norm and layer_norm, with their gradients.
 
-#include "amp/autocast.h"
 #include "autograd/record.h"
+#include "dispatch/autocast.h"
 #include "kiln/autograd.h"
 #include "kiln/nn/functional.h"
 #include "kiln/ops.h"

@@ -1,7 +1,7 @@
 // softmax and log_softmax along one dimension, with their gradients.
 
-#include "amp/autocast.h"
 #include "autograd/record.h"
+#include "dispatch/autocast.h"
 #include "kiln/autograd.h"
 #include "kiln/nn/functional.h"
 #include "kiln/ops.h"

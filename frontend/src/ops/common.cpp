@@ -6,13 +6,6 @@
 
 namespace kiln::detail {
 
-int64_t wrap_dim(int64_t dim, int64_t rank, const char* op) {
-  int64_t lo = rank == 0 ? -1 : -rank, hi = rank == 0 ? 0 : rank - 1;
-  KILN_CHECK(dim >= lo && dim <= hi, op, ": dimension ", dim, " is out of range for a ", rank,
-             "-D tensor (expected ", lo, " to ", hi, ")");
-  return dim < 0 ? dim + std::max<int64_t>(rank, 1) : dim;
-}
-
 void check_same_device(const char* op, std::initializer_list<const Tensor*> tensors) {
   const TensorImpl* first = nullptr;
   for (const Tensor* t : tensors) {

@@ -5,16 +5,13 @@
 #include <string>
 
 #include "core/tensor_impl.h"
+#include "dispatch/dispatch.h"
 #include "kiln/error.h"
 #include "kiln/random.h"
 #include "kiln/tensor.h"
 #include "op_attrs.h"
-#include "ops/dispatch.h"
 
 namespace kiln::detail {
-
-/// Wraps a possibly negative `dim` into [0, rank); throws naming `op`.
-int64_t wrap_dim(int64_t dim, int64_t rank, const char* op);
 
 /// Throws unless every defined tensor lives on the same device as the first.
 void check_same_device(const char* op, std::initializer_list<const Tensor*> tensors);

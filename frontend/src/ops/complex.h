@@ -9,20 +9,11 @@
 #include <span>
 
 #include "core/tensor_impl.h"
+#include "dispatch/complex_pairs.h"
 #include "kiln/c_api.h"
-#include "ops/op_ids.h"
+#include "runtime/op_ids.h"
 
 namespace kiln::detail {
-
-/// The view of complex `t` as real pairs: shape [..., 2], real dtype.
-std::shared_ptr<TensorImpl> pairs_impl(const TensorImpl& t);
-
-/// copy and fill where an operand is complex, made of real copies and fills of the pairs'
-/// components (the dispatcher sends them here). Casting complex to a real dtype is an
-/// error: it would drop the imaginary part.
-void complex_copy_or_fill(OpId op, std::span<const TensorImpl* const> inputs,
-                          std::span<const TensorImpl* const> outputs,
-                          std::span<const kiln_attr> attrs);
 
 /// Whether any operand is complex.
 bool any_complex(std::initializer_list<const Tensor*> operands);

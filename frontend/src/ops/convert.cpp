@@ -7,10 +7,10 @@
 #include <memory>
 
 #include "autograd/record.h"
-#include "graph/capture.h"
 #include "kiln/autograd.h"
 #include "kiln/ops.h"
 #include "ops/common.h"
+#include "runtime/graph_capture.h"
 #include "runtime/registry.h"
 
 namespace kiln {

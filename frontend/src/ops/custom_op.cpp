@@ -6,7 +6,7 @@
 #include "autograd/record.h"
 #include "kiln/autograd.h"
 #include "ops/common.h"
-#include "ops/op_schema.h"
+#include "runtime/op_schema.h"
 #include "runtime/registry.h"
 
 namespace kiln {

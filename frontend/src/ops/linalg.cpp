@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "amp/autocast.h"
 #include "autograd/record.h"
+#include "dispatch/autocast.h"
 #include "kiln/autograd.h"
 #include "kiln/ops.h"
 #include "ops/common.h"

@@ -7,7 +7,7 @@
 
 #include "kiln/scalar.h"
 #include "kiln/tensor.h"
-#include "ops/op_ids.h"
+#include "runtime/op_ids.h"
 
 namespace kiln::detail {
 

@@ -6,8 +6,8 @@
 
 #include <mutex>
 
-#include "graph/capture.h"
 #include "ops/common.h"
+#include "runtime/graph_capture.h"
 #include "runtime/registry.h"
 
 namespace kiln {

@@ -2,11 +2,11 @@
 
 #include <cmath>
 
-#include "graph/capture.h"
 #include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "op_attrs.h"
-#include "profiler/profiler_hooks.h"
+#include "runtime/graph_capture.h"
+#include "runtime/profiler_hooks.h"
 
 namespace kiln::optim {
 

@@ -3,11 +3,11 @@
 #include <cmath>
 #include <utility>
 
-#include "graph/capture.h"
 #include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "kiln/ops.h"
-#include "profiler/profiler_hooks.h"
+#include "runtime/graph_capture.h"
+#include "runtime/profiler_hooks.h"
 
 namespace kiln::optim {
 

@@ -9,9 +9,9 @@
 
 #include "core/tensor_impl.h"
 #include "kiln/error.h"
-#include "profiler/profiler_hooks.h"
 #include "profiler/session.h"
 #include "runtime/log.h"
+#include "runtime/profiler_hooks.h"
 #include "runtime/registry.h"
 
 namespace kiln::detail {

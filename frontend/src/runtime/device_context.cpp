@@ -7,11 +7,11 @@
 #include <memory>
 #include <typeinfo>
 
-#include "graph/capture.h"
 #include "kiln/autograd.h"
 #include "kiln/error.h"
-#include "profiler/profiler_hooks.h"
+#include "runtime/graph_capture.h"
 #include "runtime/log.h"
+#include "runtime/profiler_hooks.h"
 #include "runtime/registry.h"
 
 namespace kiln::detail {

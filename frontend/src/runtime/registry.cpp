@@ -20,8 +20,8 @@
 #include <sstream>
 
 #include "kiln/error.h"
-#include "ops/op_schema.h"
 #include "runtime/log.h"
+#include "runtime/op_schema.h"
 #include "runtime/plugin_table.h"
 
 namespace fs = std::filesystem;

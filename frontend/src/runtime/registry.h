@@ -15,12 +15,12 @@
 #include <utility>
 #include <vector>
 
-#include "core/tensor_impl.h"
 #include "kiln/c_api.h"
 #include "kiln/device.h"
 #include "kiln/runtime.h"
-#include "ops/op_ids.h"
 #include "runtime/exit_guard.h"
+#include "runtime/op_ids.h"
+#include "runtime/storage.h"
 
 namespace boost::dll {
 class shared_library;

@@ -1,7 +1,7 @@
 // Vendor op schemas: parsing and validating what a plugin declares, and the list of
 // declared ops. The JSON comes from a plugin, so every field is checked for presence,
 // type and size here, and nothing else in Kiln reads the text.
-#include "ops/op_schema.h"
+#include "runtime/op_schema.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,7 +1,9 @@
 #pragma once
 // The profiler's hooks into the dispatcher, the registry and the autograd engine.
 // Every hook is behind profiler_active(), one relaxed atomic load: with no profiler
-// running nothing else happens. Internal to libkiln.
+// running nothing else happens. Internal to libkiln. A hook: declared here, in the
+// runtime layer, for the layers that report to the profiler; implemented by profiler/
+// (frontend/src/LAYERS).
 
 #include <atomic>
 #include <cstddef>

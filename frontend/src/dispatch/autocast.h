@@ -1,13 +1,14 @@
 #pragma once
 // Autocast inside libkiln: the op functions call detail::autocast(op, x) on each
 // floating-point input before they look at its dtype. Outside a scope that is one
-// thread-local read.
+// thread-local read. A hook: declared here, in the dispatch layer, for the ops, the
+// autograd engine and nn; implemented by amp/ (frontend/src/LAYERS).
 
 #include <cstdint>
 #include <initializer_list>
 
 #include "kiln/tensor.h"
-#include "ops/op_ids.h"
+#include "runtime/op_ids.h"
 
 namespace kiln::detail {
 

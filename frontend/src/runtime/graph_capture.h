@@ -9,6 +9,9 @@
 // shape checks, no autograd, no allocation. Attributes that must change between
 // replays (the generator's offset, an optimizer's step and learning rate) are
 // rewritten before each replay by a Patch that the op's frontend code registered.
+//
+// A hook: declared here, in the runtime layer, for the layers that record (runtime,
+// dispatch, ops, optim); implemented by graph/ (frontend/src/LAYERS).
 
 #include <atomic>
 #include <functional>
@@ -17,12 +20,13 @@
 #include <string>
 #include <string_view>
 
-#include "core/tensor_impl.h"
 #include "kiln/c_api.h"
+#include "runtime/storage.h"
 
 namespace kiln::detail {
 class DeviceContext;
-}
+struct TensorImpl;
+}  // namespace kiln::detail
 
 namespace kiln::detail::graph {
 

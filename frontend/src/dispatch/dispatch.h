@@ -12,7 +12,7 @@
 
 #include "core/tensor_impl.h"
 #include "kiln/c_api.h"
-#include "ops/op_ids.h"
+#include "runtime/op_ids.h"
 
 namespace kiln::detail {
 
@@ -82,14 +82,5 @@ void dispatch_named(const KernelSlot& slot, const std::string& name,
 /// its plugin and the loaded plugins) when the plugin does not provide it.
 const KernelSlot& named_kernel_or_throw(DeviceContext* dev, const std::string& name,
                                         int32_t version);
-
-/// For work outside the op table that a device cannot do itself and the frontend does
-/// on the host instead (collectives without a plugin implementation): throws when
-/// KILN_FALLBACK=error, naming `what`; otherwise does nothing.
-void check_fallback_allowed(const std::string& what);
-/// Counts one such host fallback of `op` (e.g. "kiln.all_reduce") on `device` in the
-/// fallback report.
-void record_fallback(const std::string& op, const std::string& device, double seconds,
-                     uint64_t bytes_moved);
 
 }  // namespace kiln::detail

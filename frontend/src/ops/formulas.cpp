@@ -1,6 +1,6 @@
-// Hand-written gradient helpers named by api/ops.json (autograd/formulas.h).
+// Hand-written gradient helpers named by api/ops.json (ops/formulas.h).
 
-#include "autograd/formulas.h"
+#include "ops/formulas.h"
 
 #include "kiln/ops.h"
 #include "ops/common.h"

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  python3                  # cmake/opgen.py generates the op code from api/ops.json
+  python3                  # cmake/opgen generates the op code from api/ops.json
   libopenblas-dev          # GEMM for the CPU plugin
   libkissfft-dev           # the CPU plugin's FFTs (BSD-3-Clause; its header-only template)
   libboost-dev             # Boost.DLL (plugin loading), small_vector

@@ -1,6 +1,6 @@
 // The elementwise ops that are not generated from api/ops.json: those with attributes
 // (gelu, clamp), where, the operators and fill_. The plain pointwise ops, their methods
-// and gradients are generated (cmake/opgen.py); their shared rules are ops/pointwise.h.
+// and gradients are generated (cmake/opgen); their shared rules are ops/pointwise.h.
 
 #include <cmath>
 #include <limits>

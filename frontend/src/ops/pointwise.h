@@ -1,5 +1,5 @@
 #pragma once
-// The one implementation behind every pointwise op that cmake/opgen.py generates from
+// The one implementation behind every pointwise op that cmake/opgen generates from
 // api/ops.json (the generated functions call these): type promotion, broadcasting,
 // output allocation, the in-place rules, then one dispatch.
 

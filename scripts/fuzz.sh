@@ -1,23 +1,28 @@
 #!/usr/bin/env bash
-# Fuzzes the parsers of untrusted input for a bounded time (tests/fuzz): builds
-# build-fuzz with clang-14, libkiln and the CPU plugin instrumented for coverage
+# Fuzzes the parsers of untrusted input for a bounded time (tests/fuzz): builds the
+# fuzzers with clang-14, libkiln and the CPU plugin instrumented for coverage
 # (-fsanitize=fuzzer-no-link,address,undefined), generates the seed corpora with
-# kiln_fuzz_seeds, and runs each fuzzer for KILN_FUZZ_SECONDS (default 45). Fails on
-# any crash, sanitizer report, leak, timeout or out-of-memory, leaving the input that
-# caused it in build-fuzz/fuzz/artifacts/<fuzzer>/ (reproduce with
-# `build-fuzz/bin/<fuzzer> <that file>`).
+# kiln_fuzz_seeds, and runs each fuzzer for KILN_FUZZ_SECONDS (default 45), as many at
+# once as there are cores (KILN_FUZZ_JOBS). Fails on any crash, sanitizer report, leak,
+# timeout or out-of-memory, leaving the input that caused it in
+# <build>/fuzz/artifacts/<fuzzer>/ (reproduce with `<build>/bin/<fuzzer> <that file>`).
 #
-#   scripts/fuzz.sh                          # every fuzzer, 45 s each
+#   scripts/fuzz.sh                          # every fuzzer, 45 s each, in build-fuzz
 #   KILN_FUZZ_SECONDS=600 scripts/fuzz.sh fuzz_checkpoint
+#   KILN_FUZZ_BUILD=build-asan scripts/fuzz.sh   # a tree already configured for fuzzing
 #
-# Needs clang-14 and libclang-rt-14-dev (libFuzzer's runtime). The corpus each run grows
-# is kept in build-fuzz/fuzz/corpus/<fuzzer>/ and reused by the next run.
+# KILN_FUZZ_BUILD names a build folder configured with clang, -DKILN_FUZZ=ON and
+# -DKILN_SANITIZE=fuzzer-no-link,... (scripts/test.sh's sanitizer build is one): the
+# fuzzers are built there, not in a tree of their own. Without it, build-fuzz is
+# configured here. Needs clang-14 and libclang-rt-14-dev (libFuzzer's runtime). The
+# corpus each run grows is kept in <build>/fuzz/corpus/<fuzzer>/ and reused by the next run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${KILN_FUZZ_SECONDS:-45}
 jobs=${KILN_FUZZ_BUILD_JOBS:-$(nproc)}
-build=build-fuzz
+parallel=${KILN_FUZZ_JOBS:-$(nproc)}
+build=${KILN_FUZZ_BUILD:-build-fuzz}
 all=(fuzz_safetensors fuzz_idx fuzz_checkpoint fuzz_plugin_table fuzz_op_schema)
 if [ $# -gt 0 ]; then fuzzers=("$@"); else fuzzers=("${all[@]}"); fi
 
@@ -30,9 +35,16 @@ if ! compgen -G "/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_6
 fi
 
 started=$(date +%s)
-CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DKILN_FUZZ=ON -DKILN_SANITIZE=fuzzer-no-link,address,undefined \
-  -DKILN_CUDA=OFF -DKILN_MPI=OFF -DKILN_BUILD_BENCHMARKS=OFF >/dev/null
+if [ -n "${KILN_FUZZ_BUILD:-}" ]; then
+  grep -qx 'KILN_FUZZ:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null || {
+    echo "fuzz.sh: KILN_FUZZ_BUILD=$build is not a build folder configured with -DKILN_FUZZ=ON" >&2
+    exit 1
+  }
+else
+  CC=clang-14 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DKILN_FUZZ=ON -DKILN_SANITIZE=fuzzer-no-link,address,undefined \
+    -DKILN_CUDA=OFF -DKILN_MPI=OFF -DKILN_BUILD_BENCHMARKS=OFF >/dev/null
+fi
 cmake --build "$build" --parallel "$jobs" --target kiln_fuzz kiln_cpu
 echo "fuzz.sh: built in $(( $(date +%s) - started )) s"
 
@@ -48,27 +60,47 @@ declare -A corpus=([fuzz_safetensors]=safetensors [fuzz_idx]=idx [fuzz_checkpoin
 declare -A max_len=([fuzz_safetensors]=1048576 [fuzz_idx]=65536 [fuzz_checkpoint]=1048576
                     [fuzz_plugin_table]=4096 [fuzz_op_schema]=131072)
 
-failed=()
-summary=()
-for fuzzer in "${fuzzers[@]}"; do
-  name=${corpus[$fuzzer]:?"fuzz.sh: unknown fuzzer '$fuzzer' (expected one of ${all[*]})"}
-  work=$build/fuzz/corpus/$fuzzer
-  artifacts=$build/fuzz/artifacts/$fuzzer
-  log=$build/fuzz/$fuzzer.log
+# One fuzzer: its exit status goes to <log>.status.
+fuzz_one() {
+  local fuzzer=$1 name=${corpus[$1]}
+  local work=$build/fuzz/corpus/$fuzzer artifacts=$build/fuzz/artifacts/$fuzzer
+  local log=$build/fuzz/$fuzzer.log status=0
   mkdir -p "$work" "$artifacts"
-  dict=()
+  local dict=()
   [ -f "tests/fuzz/$name.dict" ] && dict=(-dict="tests/fuzz/$name.dict")
-  echo "fuzz.sh: $fuzzer for ${seconds} s (log: $log)"
-  status=0
   # LeakSanitizer runs after every input that allocated more than it freed.
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
     "$build/bin/$fuzzer" "$work" "$seeds/$name" "${dict[@]}" \
       -max_len="${max_len[$fuzzer]}" -max_total_time="$seconds" -timeout=10 \
       -rss_limit_mb=2048 -malloc_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$artifacts/" >"$log" 2>&1 || status=$?
+  echo "$status" >"$log.status"
+}
+
+for fuzzer in "${fuzzers[@]}"; do
+  : "${corpus[$fuzzer]:?"fuzz.sh: unknown fuzzer '$fuzzer' (expected one of ${all[*]})"}"
+done
+running=0
+for fuzzer in "${fuzzers[@]}"; do
+  if [ "$running" -ge "$parallel" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  echo "fuzz.sh: $fuzzer for ${seconds} s (log: $build/fuzz/$fuzzer.log)"
+  rm -f "$build/fuzz/$fuzzer.log.status"
+  fuzz_one "$fuzzer" &
+  running=$((running + 1))
+done
+wait
+
+failed=()
+summary=()
+for fuzzer in "${fuzzers[@]}"; do
+  log=$build/fuzz/$fuzzer.log
+  status=$(cat "$log.status" 2>/dev/null || echo "?")
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   coverage=$(grep -o 'cov: [0-9]*' "$log" | tail -1 || true)
-  if [ "$status" -ne 0 ]; then
+  if [ "$status" != 0 ]; then
     failed+=("$fuzzer")
     summary+=("$fuzzer: FAILED (exit $status) after ${runs:-?} executions; see $log")
     grep -E -m 12 'ERROR|==[0-9]+==|runtime error|SUMMARY|Test unit written|deadly signal' "$log" >&2 || true

@@ -12,8 +12,8 @@
 #   KILN_FUZZ_BUILD=build-asan scripts/fuzz.sh   # a tree already configured for fuzzing
 #
 # KILN_FUZZ_BUILD names a build folder configured with clang, -DKILN_FUZZ=ON and
-# -DKILN_SANITIZE=fuzzer-no-link,... (scripts/test.sh's sanitizer build is one): the
-# fuzzers are built there, not in a tree of their own. Without it, build-fuzz is
+# -DKILN_SANITIZE=address,... (scripts/test.sh's sanitizer build is one): the fuzzers
+# are built there, not in a tree of their own. Without it, build-fuzz is
 # configured here. Needs clang-14 and libclang-rt-14-dev (libFuzzer's runtime). The
 # corpus each run grows is kept in <build>/fuzz/corpus/<fuzzer>/ and reused by the next run.
 set -euo pipefail

@@ -23,8 +23,9 @@ With --out it writes, each file only when its text changes (so nothing rebuilds 
                                    (kiln::detail::attrs), for detail::dispatch
   frontend/private/op_dtype_rules.h  C++: the dtypes the dispatcher lets through per op
   frontend/private/op_autocast.h   C++: each op's autocast policy (KILN_OP_AUTOCAST)
-  testing/kiln/testing/pointwise_ops.h  C++: what the conformance suite and gradcheck
-                                   need to test every generated pointwise op
+  testing/kiln/testing/pointwise_ops.h  C++: what the conformance suite, the in-place
+                                   test and gradcheck need to test every generated
+                                   pointwise op (its functions and test fields)
 With --clang-format (and --clang-format-style, the .clang-format file) each of them is
 formatted before it is compared with the file on disk; without it they are written unformatted.
 With --formulas and --public-headers, every function a gradient formula calls must be

@@ -24,8 +24,20 @@ PROMOTIONS = {"arith": "Arith", "float": "Float", "compare": "Compare", "logical
 #       helpers of ops/formulas.h and public kiln functions (checked: formulas.py); or
 #       {"backward": "maximum_backward"}, a hand-written function of (grad, inputs...)
 #       that returns every input's gradient
-#   "test": {"domain": [[lo, hi], ...], "special": false}  where the conformance suite
-#       and gradcheck sample each input; special: add ±0, ±inf, NaN cases
+#   "test": {"domain": [[lo, hi], ...], "special_values": false,
+#            "nondifferentiable_at": [[0], ...]}  (all optional; test_fields() reads them)
+#       domain: where the conformance suite, the in-place test and gradcheck sample each
+#       input (default [-3, 3]): as wide as the op's float16 results stay finite;
+#       special_values: also check ±0, ±inf and NaN inputs; nondifferentiable_at (only
+#       for differentiable ops): per input, at most MAX_NONDIFFERENTIABLE points of its
+#       domain where the op is not differentiable in it (a kink, a pole, an end of the
+#       domain such as log's 0): gradcheck samples the rest of the domain, keeping
+#       GRADCHECK_MARGIN away from each of them
+
+
+TEST_FIELDS = ("domain", "special_values", "nondifferentiable_at")
+MAX_NONDIFFERENTIABLE = 4
+GRADCHECK_MARGIN = 0.01  # gradcheck's finite-difference step is 1e-6
 
 
 def pointwise_ops(cat):
@@ -58,9 +70,45 @@ def check_pointwise(op):
     if "functor" in op and (not op["dtypes"]["one_dtype"]
                             or fe["promote"] not in ("arith", "float")):
         fail(name, "a functor-registered op keeps one dtype (promote arith or float)")
-    domain = op.get("test", {}).get("domain", [[-3, 3]] * len(op["inputs"]))
-    if len(domain) != len(op["inputs"]) or any(len(d) != 2 or d[0] >= d[1] for d in domain):
+    check_test(op)
+
+
+def is_number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def test_fields(op):
+    """The entry's test fields, defaults filled in: (domain, special_values,
+    nondifferentiable_at), one [lo, hi] and one list of points per input."""
+    test, n = op.get("test", {}), len(op["inputs"])
+    return (test.get("domain", [[-3, 3]] * n), test.get("special_values", False),
+            test.get("nondifferentiable_at", [[] for _ in range(n)]))
+
+
+def check_test(op):
+    name, test, inputs = op["name"], op.get("test", {}), op["inputs"]
+    for key in test:
+        if key not in TEST_FIELDS:
+            fail(name, f"test.{key} is not a test field ({', '.join(TEST_FIELDS)})")
+    domain, special_values, points = test_fields(op)
+    if not isinstance(domain, list) or len(domain) != len(inputs) or any(
+            not isinstance(d, list) or len(d) != 2 or not all(map(is_number, d)) or d[0] >= d[1]
+            for d in domain):
         fail(name, "test.domain is one [lo, hi] per input")
+    if not isinstance(special_values, bool):
+        fail(name, "test.special_values is true or false")
+    if "nondifferentiable_at" in test and not op["differentiable"]:
+        fail(name, "test.nondifferentiable_at is for differentiable ops only")
+    if (not isinstance(points, list) or len(points) != len(inputs)
+            or not all(isinstance(p, list) for p in points)):
+        fail(name, "test.nondifferentiable_at is one list of points per input")
+    for operand, (lo, hi), at in zip(inputs, domain, points):
+        where = f"test.nondifferentiable_at of input '{operand['name']}'"
+        if len(at) > MAX_NONDIFFERENTIABLE:
+            fail(name, f"{where} has {len(at)} points, at most {MAX_NONDIFFERENTIABLE}")
+        for x in at:
+            if not is_number(x) or not lo <= x <= hi:
+                fail(name, f"{where}: {x!r} is not a number in its test.domain [{lo}, {hi}]")
 
 
 def pascal(name):
@@ -266,18 +314,44 @@ def frontend_definitions(cat):
 def test_table(cat):
     out = [generated_banner("//"),
            "// Every generated pointwise op, for the tests that cover them all (the conformance\n"
-           "// suite, gradcheck): its function, dtypes and where to sample its inputs.\n"
+           "// suite, the in-place test, gradcheck): its functions, dtypes and where to sample\n"
+           "// its inputs.\n"
            "#pragma once\n\n#include <cstdint>\n\n"
            '#include "kiln/kiln.h"\n#include "kiln/op_catalogue.h"\n\n'
            "namespace kiln::testing {\n\n"
+           f"/// How far gradcheck keeps from a point where the op is not differentiable (its\n"
+           f"/// finite-difference step is 1e-6).\n"
+           f"inline constexpr double kGradcheckMargin = {GRADCHECK_MARGIN!r};\n\n"
+           "/// Where the tests sample one input of an op (the catalogue entry's test fields).\n"
+           "struct InputDomain {\n"
+           "  double lo, hi;  ///< test.domain: values in [lo, hi)\n"
+           "  /// test.nondifferentiable_at: where the op is not differentiable in this input (a\n"
+           "  /// kink, a pole, an end of the domain).\n"
+           f"  double nondifferentiable_at[{MAX_NONDIFFERENTIABLE}];\n"
+           "  int nondifferentiable_count;\n"
+           "  /// v moved to kGradcheckMargin from any point of nondifferentiable_at it is\n"
+           "  /// nearer to (toward the inside of [lo, hi]): where gradcheck may sample.\n"
+           "  double differentiable_sample(double v) const {\n"
+           "    for (int i = 0; i < nondifferentiable_count; ++i) {\n"
+           "      const double at = nondifferentiable_at[i];\n"
+           "      if (v > at - kGradcheckMargin && v < at + kGradcheckMargin)\n"
+           "        v = (v < at && at - kGradcheckMargin >= lo) || at + kGradcheckMargin >= hi\n"
+           "                ? at - kGradcheckMargin\n"
+           "                : at + kGradcheckMargin;\n"
+           "    }\n"
+           "    return v;\n"
+           "  }\n"
+           "};\n\n"
            "struct PointwiseOp {\n"
            "  const char* op;        ///< \"kiln.exp\"\n"
            "  Tensor (*unary)(const Tensor&);                 ///< set for one input\n"
            "  Tensor (*binary)(const Tensor&, const Tensor&);  ///< set for two\n"
+           "  Tensor& (*unary_inplace)(Tensor&);  ///< x.exp_(), where the entry has inplace\n"
+           "  Tensor& (*binary_inplace)(Tensor&, const Tensor&);  ///< a.add_(b), likewise\n"
            "  uint32_t dtypes;       ///< KILN_DTYPES_* of the inputs the kernels take\n"
-           "  double domain[2][2];   ///< [input][lo, hi] to sample from\n"
+           "  InputDomain domain[2];  ///< per input (a unary op's second repeats its first)\n"
            "  bool differentiable;\n"
-           "  bool special;          ///< also check ±0, ±inf and NaN\n"
+           "  bool special_values;   ///< also check ±0, ±inf and NaN\n"
            "};\n\n"
            "inline const PointwiseOp kPointwiseOps[] = {\n"]
     for op in pointwise_ops(cat):
@@ -287,15 +361,20 @@ def test_table(cat):
         sig = "Tensor (*)(const Tensor&)" if n == 1 else "Tensor (*)(const Tensor&, const Tensor&)"
         ptr = f"static_cast<{sig}>(&kiln::{fn})"
         unary, binary = (ptr, "nullptr") if n == 1 else ("nullptr", ptr)
-        test = op.get("test", {})
-        domain = test.get("domain", [[-3, 3]] * n)
-        domain = domain + domain[:1] if n == 1 else domain
-        dom = ", ".join("{" + f"{float(lo)!r}, {float(hi)!r}" + "}" for lo, hi in domain)
+        unary_inplace = binary_inplace = "nullptr"
+        if fe.get("inplace") and n == 1:
+            unary_inplace = f"[](Tensor& x) -> Tensor& {{ return x.{fn}_(); }}"
+        elif fe.get("inplace"):
+            binary_inplace = f"[](Tensor& a, const Tensor& b) -> Tensor& {{ return a.{fn}_(b); }}"
+        domain, special_values, points = test_fields(op)
+        inputs = list(zip(domain, points))
+        inputs = inputs + inputs[:1] if n == 1 else inputs
+        dom = ", ".join(
+            "{" + f"{float(lo)!r}, {float(hi)!r}, {{{', '.join(repr(float(x)) for x in at)}}}, "
+            f"{len(at)}" + "}" for (lo, hi), at in inputs)
         out.append(
-            f"    {{\"{op['name']}\", {unary}, {binary}, "
+            f"    {{\"{op['name']}\", {unary}, {binary}, {unary_inplace}, {binary_inplace}, "
             f"KILN_DTYPES_{op['dtypes']['class'].upper()}, {{{dom}}}, "
-            f"{str(bool(op['differentiable'])).lower()}, "
-            f"{str(bool(test.get('special'))).lower()}}},\n")
+            f"{str(bool(op['differentiable'])).lower()}, {str(special_values).lower()}}},\n")
     out.append("};\n\n}  // namespace kiln::testing\n")
     return "".join(out)
-

@@ -19,9 +19,9 @@ bool fell_back(const std::string& op, const Device& device) {
   return false;
 }
 
-std::string number(double v) {
+std::string number(double v, int digits = 9) {
   std::ostringstream out;
-  out.precision(9);
+  out.precision(digits);
   out << v;
   return out.str();
 }
@@ -65,13 +65,16 @@ std::string compare_known(const Tensor& actual, const std::vector<double>& expec
   const std::vector<double> a = actual.to(kCpu).to_vector<double>();
   if (a.size() != expected.size())
     return std::to_string(a.size()) + " values, expected " + std::to_string(expected.size());
-  const Tolerance tol = tolerance_for(actual.dtype()).scaled(c.tolerance_scale);
+  const Tolerance tol = c.known_ulps > 0 ? ulp_tolerance(actual.dtype(), c.known_ulps)
+                                         : tolerance_for(actual.dtype()).scaled(c.tolerance_scale);
+  const int digits = c.known_ulps > 0 ? 17 : 9;  // enough to show the last bits
   for (size_t i = 0; i < a.size(); ++i) {
     if (std::isfinite(a[i]) && std::isfinite(expected[i]))
       max_error = std::max(max_error, std::abs(a[i] - expected[i]));
     if (!value_close(a[i], expected[i], tol))
-      return "element " + std::to_string(i) + ": got " + number(a[i]) + ", the known answer is " +
-             number(expected[i]);
+      return "element " + std::to_string(i) + ": got " + number(a[i], digits) +
+             ", the known answer is " + number(expected[i], digits) + " (rtol " + number(tol.rtol) +
+             ", atol " + number(tol.atol) + ")";
   }
   return "";
 }

@@ -61,6 +61,12 @@ struct Case {
   /// itself, where comparing with the CPU cannot: OPS.md's exact rules (integer
   /// wrap-around, NaN propagation, rounding) on every device. Empty: no known answer.
   std::vector<std::vector<double>> expected;
+  /// When > 0, the known answers must hold within this many units in the last place
+  /// of the output's dtype, relative (ulp_tolerance), instead of the dtype's tolerance,
+  /// whose absolute part hides any error in values below it:
+  ///   Case c = known("float64 small x", {x}, fn, {{9.9999999995e-11}});
+  ///   c.known_ulps = 2;  // log(1 + x) for log1p fails here
+  double known_ulps = 0;
 };
 
 /// All cases of one catalogue op.

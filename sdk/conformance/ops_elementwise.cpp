@@ -30,9 +30,23 @@ using Binary = std::function<Tensor(const Tensor&, const Tensor&)>;
 
 bool differentiable(DType d) { return d == DType::Float32 || d == DType::Float64; }
 
-struct Domain {
-  double lo, hi;
-};
+// Where a case samples an input: the catalogue entry's test domain for a generated op
+// (kiln/testing/pointwise_ops.h). Gradchecks also keep kGradcheckMargin away from the
+// points where the op is not differentiable.
+using Domain = testing::InputDomain;
+
+Domain range(double lo, double hi) { return {lo, hi, {}, 0}; }
+
+// The integers of a domain, for the integer dtypes.
+Domain integer_range(const Domain& d) { return range(std::floor(d.lo), std::ceil(d.hi)); }
+
+// A float64 operand for kiln::gradcheck: `domain` without its nondifferentiable points.
+Operand gradcheck_operand(const Shape& shape, const Domain& domain, uint32_t seed) {
+  Operand x = operand(shape, DType::Float64, Layout::Contiguous, domain.lo, domain.hi, seed);
+  for (double& v : x.values) v = domain.differentiable_sample(v);
+  x.requires_grad = true;
+  return x;
+}
 
 // Shapes (0-d, 1-D, empty, 2-D, 3-D) and layouts, per dtype; gradients for the
 // float32/float64 2-D and 3-D cases; a float64 gradcheck.
@@ -49,21 +63,18 @@ std::vector<Case> unary_cases(const Unary& f, const std::vector<DType>& dtypes, 
     cases.push_back(c);
   };
   for (DType d : dtypes) {
-    const Domain dom =
-        is_floating(d) ? domain : Domain{std::floor(domain.lo), std::ceil(domain.hi)};
+    const Domain dom = is_floating(d) ? domain : integer_range(domain);
     const bool g = grad && differentiable(d);
     for (const Shape& s : {Shape{}, Shape{7}, Shape{0, 3}})
       add(operand(s, d, Layout::Contiguous, dom.lo, dom.hi, 3), false);
     for (Layout layout : kAllLayouts) add(operand({3, 5}, d, layout, dom.lo, dom.hi, 4), g);
     add(operand({2, 3, 4}, d, Layout::Transposed, dom.lo, dom.hi, 5), g);
     if (with_special_values && is_floating(d))
-      add(operand_of({6}, d, {kNaN, -kInf, kInf, 0.0, 1.5, -2.0}), false);
+      add(operand_of({7}, d, {kNaN, -kInf, kInf, 0.0, -0.0, 1.5, -2.0}), false);
   }
   if (grad) {
     Case c;
-    Operand x = operand({2, 3}, DType::Float64, Layout::Contiguous, domain.lo, domain.hi, 6);
-    x.requires_grad = true;
-    c.inputs = {x};
+    c.inputs = {gradcheck_operand({2, 3}, domain, 6)};
     c.label = "float64 [2,3] gradcheck";
     c.fn = [f](const Operands& in, const Device&) { return Outputs{f(in[0])}; };
     c.gradcheck = true;
@@ -99,8 +110,8 @@ std::vector<Case> binary_cases(const Binary& f, const std::vector<DType>& dtypes
       c.grad = with_grad;
       cases.push_back(c);
     };
-    const Domain a_dom = is_floating(d) ? da : Domain{std::floor(da.lo), std::ceil(da.hi)};
-    const Domain b_dom = is_floating(d) ? db : Domain{std::floor(db.lo), std::ceil(db.hi)};
+    const Domain a_dom = is_floating(d) ? da : integer_range(da);
+    const Domain b_dom = is_floating(d) ? db : integer_range(db);
     for (const ShapePair& p :
          {ShapePair{{3, 4}, {3, 4}}, ShapePair{{3, 4}, {4}}, ShapePair{{2, 1, 4}, {3, 1}},
           ShapePair{{}, {5}}, ShapePair{{5}, {}}, ShapePair{{0, 4}, {4}}}) {
@@ -115,10 +126,7 @@ std::vector<Case> binary_cases(const Binary& f, const std::vector<DType>& dtypes
   }
   if (grad) {
     Case c;
-    Operand a = operand({2, 3}, DType::Float64, Layout::Contiguous, da.lo, da.hi, 15);
-    Operand b = operand({3}, DType::Float64, Layout::Contiguous, db.lo, db.hi, 16);
-    a.requires_grad = b.requires_grad = true;
-    c.inputs = {a, b};
+    c.inputs = {gradcheck_operand({2, 3}, da, 15), gradcheck_operand({3}, db, 16)};
     c.label = "float64 [2,3] with [3] gradcheck";
     c.fn = fn;
     c.gradcheck = true;
@@ -127,33 +135,35 @@ std::vector<Case> binary_cases(const Binary& f, const std::vector<DType>& dtypes
   return cases;
 }
 
-// The in-place forms: a.add_(b) passes the same view as input and output.
-Case in_place_case(const std::string& op, DType d) {
-  Case c;
-  c.inputs = {operand({3, 4}, d, Layout::Strided, -3, 3, 17),
-              operand({4}, d, Layout::Contiguous, 0.5, 2, 18)};
-  c.label = describe(c.inputs[0]) + " " + op + "_ in place";
-  c.fn = [op](const Operands& in, const Device&) {
-    Tensor a = in[0];
-    if (op == "add")
-      a.add_(in[1]);
-    else if (op == "sub")
-      a.sub_(in[1]);
-    else if (op == "mul")
-      a.mul_(in[1]);
-    else
-      a.div_(in[1]);
-    return Outputs{a};
-  };
-  return c;
-}
-
-std::vector<Case> arithmetic_cases(const std::string& op, const Binary& f,
-                                   const std::vector<DType>& dtypes, Domain da, Domain db) {
-  std::vector<Case> cases = binary_cases(f, dtypes, da, db, true);
-  for (DType d : {DType::Float32, DType::Float64, DType::Int32})
-    if (std::find(dtypes.begin(), dtypes.end(), d) != dtypes.end())
-      cases.push_back(in_place_case(op, d));
+// The in-place spelling of a generated op (x.exp_(), a.add_(b): the entry's "inplace"),
+// in float32, float64 and int32 where the op takes them: the kernel gets the same
+// strided view as input and output.
+std::vector<Case> in_place_cases(const testing::PointwiseOp& p) {
+  std::vector<Case> cases;
+  for (DType d : {DType::Float32, DType::Float64, DType::Int32}) {
+    if (!((p.dtypes >> static_cast<int>(d)) & 1u)) continue;
+    const Domain da = is_floating(d) ? p.domain[0] : integer_range(p.domain[0]);
+    const Domain db = is_floating(d) ? p.domain[1] : integer_range(p.domain[1]);
+    Case c;
+    c.inputs = {operand({3, 4}, d, Layout::Strided, da.lo, da.hi, 17)};
+    const std::string name = std::string(p.op).substr(5) + "_";  // "kiln.add" -> "add_"
+    if (p.unary_inplace != nullptr) {
+      c.fn = [f = p.unary_inplace](const Operands& in, const Device&) {
+        Tensor x = in[0];
+        f(x);
+        return Outputs{x};
+      };
+    } else {
+      c.inputs.push_back(operand({4}, d, Layout::Contiguous, db.lo, db.hi, 18));
+      c.fn = [f = p.binary_inplace](const Operands& in, const Device&) {
+        Tensor a = in[0];
+        f(a, in[1]);
+        return Outputs{a};
+      };
+    }
+    c.label = describe(c.inputs[0]) + " " + name + " in place";
+    cases.push_back(c);
+  }
   return cases;
 }
 
@@ -279,6 +289,21 @@ std::vector<Case> pointwise_known_answers(const std::string& op) {
     return {known("float64 [7]", {x}, [](const Operands& in) { return Outputs{erf(in[0])}; },
                   {{0, -0.0, 0.5204998778130465, 0.8427007929497149, -0.9953222650189527, 1, -1}})};
   }
+  if (op == "kiln.log1p") {
+    // Tiny x, where log(1 + x) loses the digits 1 + x rounds away: right to 2 ulps, in
+    // both float dtypes (tolerance_for's 1e-12 absolute accepts float64 log(1 + 1e-10),
+    // 8e-18 off but 8e-8 relative).
+    const std::vector<double> xs = {0, -0.0, 1e-10, -1e-10, 0x1p-60, 1, -0.5, -1, kInf};
+    const std::vector<double> answers = {
+        0, -0.0, 9.9999999995e-11, -1.00000000005e-10, 0x1p-60, M_LN2, -M_LN2, -kInf, kInf};
+    std::vector<Case> cases;
+    for (DType d : {DType::Float64, DType::Float32}) {
+      cases.push_back(known(std::string(dtype_name(d)) + " [9] small x", {operand_of({9}, d, xs)},
+                            [](const Operands& in) { return Outputs{log1p(in[0])}; }, {answers}));
+      cases.back().known_ulps = 2;
+    }
+    return cases;
+  }
   if (op == "kiln.atan2") {
     // The four quadrants, the axes and the signed zeros: atan2(±0, −1) = ±π.
     const Operand a = operand_of({7}, DType::Float64, {1, 1, -1, 0, -0.0, 0, -1});
@@ -293,7 +318,7 @@ std::vector<Case> pointwise_known_answers(const std::string& op) {
 }  // namespace
 
 void add_elementwise_suites(std::vector<OpSuite>& suites) {
-  const Domain wide{-3, 3};
+  const Domain wide = range(-3, 3);
   unary(
       suites, "kiln.neg", [](const Tensor& x) { return -x; }, kFloatInt, wide, true, true,
       [] {
@@ -328,8 +353,8 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
          return cases;
        }});
   unary(
-      suites, "kiln.logical_not", [](const Tensor& x) { return x.logical_not(); }, kAll, {-1, 1},
-      false, true,
+      suites, "kiln.logical_not", [](const Tensor& x) { return x.logical_not(); }, kAll,
+      range(-1, 1), false, true,
       [] {
         return std::vector<Case>{known(
             "float32 [5] with NaN", {operand_of({5}, DType::Float32, {1, 2, 3, kNaN, 0})},
@@ -367,30 +392,29 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
        }});
 
   suites.push_back({"kiln.add", [=] {
-                      auto cases = arithmetic_cases(
-                          "add", [](const Tensor& a, const Tensor& b) { return a + b; }, kArith,
-                          wide, wide);
+                      auto cases =
+                          binary_cases([](const Tensor& a, const Tensor& b) { return a + b; },
+                                       kArith, wide, wide, true);
                       for (Case& c : wrap_cases("add")) cases.push_back(std::move(c));
                       return cases;
                     }});
   suites.push_back({"kiln.sub", [=] {
-                      auto cases = arithmetic_cases(
-                          "sub", [](const Tensor& a, const Tensor& b) { return a - b; }, kArith,
-                          wide, wide);
+                      auto cases =
+                          binary_cases([](const Tensor& a, const Tensor& b) { return a - b; },
+                                       kArith, wide, wide, true);
                       for (Case& c : wrap_cases("sub")) cases.push_back(std::move(c));
                       return cases;
                     }});
   suites.push_back({"kiln.mul", [=] {
-                      auto cases = arithmetic_cases(
-                          "mul", [](const Tensor& a, const Tensor& b) { return a * b; }, kArith,
-                          wide, wide);
+                      auto cases =
+                          binary_cases([](const Tensor& a, const Tensor& b) { return a * b; },
+                                       kArith, wide, wide, true);
                       for (Case& c : wrap_cases("mul")) cases.push_back(std::move(c));
                       return cases;
                     }});
   suites.push_back({"kiln.div", [=] {
-                      return arithmetic_cases(
-                          "div", [](const Tensor& a, const Tensor& b) { return a / b; }, kFloat,
-                          wide, {0.5, 2});
+                      return binary_cases([](const Tensor& a, const Tensor& b) { return a / b; },
+                                          kFloat, wide, range(0.5, 2), true);
                     }});
   for (const char* op : {"maximum", "minimum"}) {
     const bool max = std::string(op) == "maximum";
@@ -464,23 +488,40 @@ void add_elementwise_suites(std::vector<OpSuite>& suites) {
   // Every pointwise op generated from the catalogue that has no suite above gets the
   // generic one from its entry (kiln/testing/pointwise_ops.h): each of its dtypes over
   // its test domain, gradients where it has them, ±0/±inf/NaN where the entry asks,
-  // and its known answers.
+  // and its known answers. Every op with an in-place spelling, in a suite above or
+  // not, gets its in-place cases.
   for (const testing::PointwiseOp& p : testing::kPointwiseOps) {
-    const bool covered =
-        std::any_of(suites.begin(), suites.end(), [&](const OpSuite& s) { return s.op == p.op; });
-    if (covered) continue;
+    const auto suite =
+        std::find_if(suites.begin(), suites.end(), [&](const OpSuite& s) { return s.op == p.op; });
+    const bool in_place = p.unary_inplace != nullptr || p.binary_inplace != nullptr;
+    if (suite != suites.end()) {
+      if (in_place) {
+        suite->cases = [hand_written = suite->cases, entry = &p] {
+          std::vector<Case> cases = hand_written();
+          for (Case& c : in_place_cases(*entry)) cases.push_back(std::move(c));
+          return cases;
+        };
+      }
+      continue;
+    }
     const std::vector<DType> dtypes = dtypes_in(p.dtypes);
-    const Domain da{p.domain[0][0], p.domain[0][1]}, db{p.domain[1][0], p.domain[1][1]};
+    const Domain da = p.domain[0], db = p.domain[1];
     const std::string op = p.op;
+    auto extra = [op, entry = &p, in_place] {
+      std::vector<Case> cases = pointwise_known_answers(op);
+      if (in_place) {
+        for (Case& c : in_place_cases(*entry)) cases.push_back(std::move(c));
+      }
+      return cases;
+    };
     if (p.unary != nullptr) {
-      unary(suites, op, p.unary, dtypes, da, p.differentiable, p.special,
-            [op] { return pointwise_known_answers(op); });
+      unary(suites, op, p.unary, dtypes, da, p.differentiable, p.special_values, extra);
     } else {
       const Binary f = p.binary;
       const bool grad = p.differentiable;
       suites.push_back({op, [=] {
                           std::vector<Case> cases = binary_cases(f, dtypes, da, db, grad);
-                          for (Case& c : pointwise_known_answers(op)) cases.push_back(std::move(c));
+                          for (Case& c : extra()) cases.push_back(std::move(c));
                           return cases;
                         }});
     }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 
+#include "kiln/testing/pointwise_ops.h"
 #include "ops/conformance.h"
 
 namespace kiln::test {
@@ -202,6 +203,33 @@ TEST_P(UnaryOps, DtypeOutsideTheCatalogueNamesTheAllowedDtypes) {
                     "float32, float64, float16, bfloat16, int32, int64");
   EXPECT_KILN_ERROR(u.abs_(), "kiln.abs", "uint8");
   EXPECT_EQ(relu(make({-1, 2}, {2}, int32)).to_vector<int32_t>(), (std::vector<int32_t>{0, 2}));
+}
+
+// Every generated op with an in-place spelling (its catalogue entry's "inplace": x.exp_())
+// leaves in x exactly what the out-of-place op returns for it, in each of its dtypes,
+// through a transposed view, with values from its test domain: no list to keep.
+TEST_P(UnaryOps, EveryInPlaceSpellingMatchesTheOutOfPlaceOp) {
+  int checked = 0;
+  for (const kiln::testing::PointwiseOp& p : kiln::testing::kPointwiseOps) {
+    if (p.unary_inplace == nullptr) continue;
+    SCOPED_TRACE(p.op);
+    for (DType dtype : {float32, float64, float16, bfloat16, int32, int64}) {
+      if (!((p.dtypes >> static_cast<int>(dtype)) & 1u)) continue;
+      SCOPED_TRACE(dtype_name(dtype));
+      const kiln::testing::InputDomain& d = p.domain[0];
+      const std::vector<double> values =
+          is_floating(dtype) ? random_floats(12, 3, d.lo, d.hi)
+                             : random_ints(12, 3, static_cast<int>(std::floor(d.lo)),
+                                           static_cast<int>(std::ceil(d.hi)));
+      Tensor view = make(values, {3, 4}, dtype, Layout::Transposed);
+      const std::vector<double> expected = p.unary(view).to_vector<double>();
+      Tensor& same = p.unary_inplace(view);
+      EXPECT_EQ(&same, &view);
+      EXPECT_TRUE(matches(view, {3, 4}, expected, kExact));
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 14 * 2);  // neg ... relu and log1p, each in two dtypes at least
 }
 
 TEST_P(UnaryOps, InputIsNotModified) {

@@ -12,7 +12,7 @@ EXP = {
     "frontend": {"function": "exp", "promote": "float", "method": True, "inplace": True},
     "functor": "Exp",
     "gradient": {"x": "grad * result"},
-    "test": {"domain": [[-3, 3]], "special": True},
+    "test": {"domain": [[-3, 3]], "special_values": True},
     "autocast": "float32",
 }
 MUL = {
@@ -26,7 +26,8 @@ MUL = {
                  "scalar": True, "complex": True},
     "functor": "Mul",
     "gradient": {"a": "grad * b", "b": "grad * a"},
-    "test": {"domain": [[-3, 3], [-2, 2]]},
+    # (mul is differentiable everywhere: the point only exercises the field)
+    "test": {"domain": [[-3, 3], [-2, 2]], "nondifferentiable_at": [[], [0]]},
 }
 SOFTMAX = {
     "name": "kiln.softmax", "version": 2, "section": "softmax",

@@ -152,6 +152,49 @@ class CatalogueErrors(unittest.TestCase):
         self.assert_refused(lambda c, o: o["test"].update(domain=[[3, -3]]), "kiln.exp: " + message)
         self.assert_refused(lambda c, o: o["test"].update(domain=[[-3, 0, 3]]),
                             "kiln.exp: " + message)
+        self.assert_refused(lambda c, o: o["test"].update(domain=[["-3", 3]]),
+                            "kiln.exp: " + message)
+        self.assert_refused(lambda c, o: o["test"].update(domain=3), "kiln.exp: " + message)
+
+    def test_test_field_unknown(self):
+        # The flag that meant both "special values" and "a kink at 0" before issue 40.
+        self.assert_refused(lambda c, o: o["test"].update(special=True),
+                            "kiln.exp: test.special is not a test field (domain, special_values, "
+                            "nondifferentiable_at)")
+
+    def test_special_values_not_a_bool(self):
+        self.assert_refused(lambda c, o: o["test"].update(special_values="yes"),
+                            "kiln.exp: test.special_values is true or false")
+
+    def test_nondifferentiable_at_of_an_op_without_a_gradient(self):
+        def change(c, o):
+            o.update(differentiable=False)
+            o.pop("gradient")
+            o["test"].update(nondifferentiable_at=[[0]])
+        self.assert_refused(change,
+                            "kiln.exp: test.nondifferentiable_at is for differentiable ops only")
+
+    def test_nondifferentiable_at_one_list_per_input(self):
+        message = "test.nondifferentiable_at is one list of points per input"
+        self.assert_refused(lambda c, o: o["test"].update(nondifferentiable_at=[[0]]),
+                            "kiln.mul: " + message, name="kiln.mul")
+        self.assert_refused(lambda c, o: o["test"].update(nondifferentiable_at=[0]),
+                            "kiln.exp: " + message)
+        self.assert_refused(lambda c, o: o["test"].update(nondifferentiable_at=0),
+                            "kiln.exp: " + message)
+
+    def test_nondifferentiable_at_too_many_points(self):
+        self.assert_refused(
+            lambda c, o: o["test"].update(nondifferentiable_at=[[-2, -1, 0, 1, 2]]),
+            "kiln.exp: test.nondifferentiable_at of input 'x' has 5 points, at most 4")
+
+    def test_nondifferentiable_at_outside_the_domain(self):
+        self.assert_refused(lambda c, o: o["test"].update(nondifferentiable_at=[[], [3]]),
+                            "kiln.mul: test.nondifferentiable_at of input 'b': 3 is not a number "
+                            "in its test.domain [-2, 2]", name="kiln.mul")
+        self.assert_refused(lambda c, o: o["test"].update(nondifferentiable_at=[["0"]]),
+                            "kiln.exp: test.nondifferentiable_at of input 'x': '0' is not a "
+                            "number in its test.domain [-3, 3]")
 
 
 class OpsMdErrors(unittest.TestCase):

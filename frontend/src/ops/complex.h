@@ -18,8 +18,8 @@ namespace kiln::detail {
 /// Whether any operand is complex.
 bool any_complex(std::initializer_list<const Tensor*> operands);
 
-/// The complex spellings of the generated pointwise ops that have one (add, sub, mul,
-/// div, neg, abs): real operands are promoted to complex first.
+/// The complex spellings of the generated pointwise ops that have one (the entries
+/// with "complex": true in api/ops.json): real operands are promoted to complex first.
 Tensor complex_pointwise(OpId op, const char* name, const Tensor& a, const Tensor& b);
 Tensor complex_pointwise(OpId op, const char* name, const Tensor& x);
 /// self = op(self, other) for a complex self, not recorded by autograd (an operand that

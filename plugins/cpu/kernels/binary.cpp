@@ -1,5 +1,6 @@
-// Elementwise arithmetic: the catalogue's binary functor ops (KILN_BINARY_POINTWISE_OPS:
-// add, sub, mul, div, pow, atan2, maximum, minimum).
+// Elementwise arithmetic: the catalogue's binary functor ops, KILN_BINARY_POINTWISE_OPS
+// (kiln/sdk/pointwise_ops.h, generated from the entries of api/ops.json that name a
+// functor).
 #include <cmath>
 
 #include "binary_common.h"

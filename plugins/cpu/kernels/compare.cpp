@@ -1,5 +1,6 @@
-// Comparisons (eq, ne, lt, le, gt, ge), logical_and / logical_or, and where.
-// Comparisons and logical ops take any one input dtype and write bool.
+// The comparisons and binary logical ops (the catalogue's ops with promote "compare" or
+// "logical" in api/ops.json, registered at the end of this file), and where. They take
+// any one input dtype and write bool.
 #include "binary_common.h"
 #include "kiln/sdk/functors.h"
 #include "kiln/sdk/pointwise.h"

@@ -1,6 +1,7 @@
-// Elementwise unary ops: the catalogue's functor ops (KILN_UNARY_POINTWISE_OPS: neg,
-// exp, erf, ...), gelu, clamp, logical_not, and the gradients relu_backward and
-// gelu_backward. Half types compute in float32.
+// Elementwise unary ops: the catalogue's unary functor ops, KILN_UNARY_POINTWISE_OPS
+// (kiln/sdk/pointwise_ops.h, generated from api/ops.json), and the unary kernels
+// registered by hand at the end of this file (ops with attributes, a bool result or
+// two operands). Half types compute in float32.
 #include <cmath>
 #include <cstring>
 #include <limits>

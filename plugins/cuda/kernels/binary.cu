@@ -1,7 +1,7 @@
-// Elementwise arithmetic: the catalogue's binary functor ops (KILN_BINARY_POINTWISE_OPS:
-// add, sub, mul, div, pow, atan2, maximum, minimum). Integers wrap
-// (unsigned arithmetic keeps that defined); maximum/minimum give NaN when either
-// operand is NaN.
+// Elementwise arithmetic: the catalogue's binary functor ops, KILN_BINARY_POINTWISE_OPS
+// (kiln/sdk/pointwise_ops.h, generated from the entries of api/ops.json that name a
+// functor). What each element computes, NaN and wrap-around rules included, is the
+// functor's (kiln/sdk/functors.h).
 #include <string_view>
 
 #include "kernels/elementwise.cuh"

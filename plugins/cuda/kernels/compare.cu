@@ -1,6 +1,6 @@
-// Comparisons (eq, ne, lt, le, gt, ge), logical_and / logical_or, and where.
-// Comparisons and logical ops take any one input dtype and write bool; half types
-// compare as float32, which is exact.
+// The comparisons and binary logical ops (the catalogue's ops with promote "compare" or
+// "logical" in api/ops.json, registered at the end of this file), and where. They take
+// any one input dtype and write bool; half types compare as float32, which is exact.
 #include "kernels/elementwise.cuh"
 #include "kernels/registry.h"
 #include "kiln/sdk/functors.h"

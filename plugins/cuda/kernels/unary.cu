@@ -1,7 +1,8 @@
-// Elementwise unary ops: the catalogue's functor ops (KILN_UNARY_POINTWISE_OPS: neg,
-// exp, erf, ...), clamp, gelu, logical_not, and the gradients relu_backward and
-// gelu_backward. Half types compute in float32. NaN rules as in OPS.md: comparisons
-// with NaN are false, so sign, relu and clamp pass NaN through.
+// Elementwise unary ops: the catalogue's unary functor ops, KILN_UNARY_POINTWISE_OPS
+// (kiln/sdk/pointwise_ops.h, generated from api/ops.json), and the unary kernels
+// registered by hand at the end of this file (ops with attributes, a bool result or
+// two operands). Half types compute in float32; NaN rules are the functors'
+// (kiln/sdk/functors.h, as OPS.md states them).
 #include <cmath>
 #include <cstring>
 #include <limits>

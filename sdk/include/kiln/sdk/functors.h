@@ -38,6 +38,7 @@ namespace math {
 #endif
 KILN_SDK_MATH_1(exp, expf, exp)
 KILN_SDK_MATH_1(log, logf, log)
+KILN_SDK_MATH_1(log1p, log1pf, log1p)
 KILN_SDK_MATH_1(sqrt, sqrtf, sqrt)
 KILN_SDK_MATH_1(sin, sinf, sin)
 KILN_SDK_MATH_1(cos, cosf, cos)
@@ -232,6 +233,12 @@ struct Log {
   template <class T>
   KILN_HOST_DEVICE T operator()(T x) const {
     return math::log(x);
+  }
+};
+struct Log1p {  // log(1 + x) without rounding 1 + x first
+  template <class T>
+  KILN_HOST_DEVICE T operator()(T x) const {
+    return math::log1p(x);
   }
 };
 struct Sqrt {

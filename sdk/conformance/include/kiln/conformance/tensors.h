@@ -65,6 +65,25 @@ inline Tolerance tolerance_for(DType dtype) {
   }
 }
 
+/// `ulps` units in the last place of `dtype`, relative and nothing absolute: for known
+/// answers that must be right to the last few bits, at any magnitude (a float64
+/// log1p(1e-10) computed as log(1 + x) is off by 1e-17, 8e-8 relative, which
+/// tolerance_for's 1e-12 absolute lets through). Integers: exact.
+inline Tolerance ulp_tolerance(DType dtype, double ulps) {
+  switch (dtype) {
+    case DType::Float32:
+      return {ulps * 0x1p-23, 0};
+    case DType::Float64:
+      return {ulps * 0x1p-52, 0};
+    case DType::Float16:
+      return {ulps * 0x1p-10, 0};
+    case DType::BFloat16:
+      return {ulps * 0x1p-7, 0};
+    default:
+      return kExact;
+  }
+}
+
 inline bool value_close(double actual, double expected, Tolerance tol) {
   if (std::isnan(expected)) return std::isnan(actual);
   if (std::isinf(expected)) return actual == expected;

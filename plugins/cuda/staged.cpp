@@ -41,6 +41,9 @@ constexpr Entry kEntries[] = {
     {kStagedUnscale, "kernel", "cuda.staged: CudaStaged.UnscaleMatchesTheCpu",
      "non_finite_check_and_unscale (GradScaler's check) reading inv_scale from device memory; "
      "off: the CPU fallback"},
+    {kStagedLog1p, "kernel", "cuda.staged: CudaStaged.Log1pMatchesTheCpu",
+     "log1p on the catalogue's Log1p functor (math::log1p, CUDA's log1p) for the float "
+     "types; off: the CPU fallback"},
     {kStagedGraphs, "extension", "cuda.staged: CudaStaged.GraphReplaysLaunchCudaGraphs",
      "kiln.graphs.v1 on CUDA graphs: kiln::Graph replays runs of unpatched calls as "
      "cudaGraphExec launches (graphs.h); off: not offered, every call is relaunched"},

@@ -19,13 +19,14 @@
 namespace kiln::cuda {
 
 /// The names kernel files ask about (each must be in staged.cpp's list).
-inline constexpr const char* kStagedIntegerPow = "pow.integer";
-inline constexpr const char* kStagedSoftmaxShift = "softmax.shift_by_max";
-inline constexpr const char* kStagedMaxPoolLastNaN = "max_pool.last_nan";
-inline constexpr const char* kStagedHalfNorm = "norm.half";
-inline constexpr const char* kStagedHalfOptim = "optim.half";
-inline constexpr const char* kStagedUnscale = "amp.unscale";
-inline constexpr const char* kStagedGraphs = "graphs";
+inline constexpr char kStagedIntegerPow[] = "pow.integer";
+inline constexpr char kStagedSoftmaxShift[] = "softmax.shift_by_max";
+inline constexpr char kStagedMaxPoolLastNaN[] = "max_pool.last_nan";
+inline constexpr char kStagedHalfNorm[] = "norm.half";
+inline constexpr char kStagedHalfOptim[] = "optim.half";
+inline constexpr char kStagedUnscale[] = "amp.unscale";
+inline constexpr char kStagedGraphs[] = "graphs";
+inline constexpr char kStagedLog1p[] = "op.log1p";
 
 /// Whether KILN_CUDA_STAGED turns the staged entry `name` on. Throws sdk::Error
 /// (INTERNAL) for a name that is not in the list: a misspelt name in a kernel file.

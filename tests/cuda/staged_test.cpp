@@ -109,6 +109,35 @@ TEST(CudaStaged, MaxPoolTakesTheLastNaN) {
 
 // The norms' forward and backward kernels in float16 and bfloat16, against the CPU
 // plugin's widened kernels (float64 sums, results rounded through float32).
+// log1p keeps the digits of a tiny x that log(1 + x) loses, gives -inf at -1 and NaN
+// below; the gradient (grad / (1 + x), verified ops) flows back on the device.
+TEST(CudaStaged, Log1pMatchesTheCpu) {
+  KILN_REQUIRE_CUDA();
+  const std::vector<double> xs = {1e-30, -1e-12, 3e-8, 0.0,  -0.0, 0.5,   -0.75,
+                                  7.0,   1e30,   -1.0, -2.0, kInf, -kInf, kNaN};
+  for (DType dtype : {float32, float64, float16, bfloat16}) {
+    SCOPED_TRACE(std::string(dtype_name(dtype)));
+    Tensor x = from_vector<double>(xs, {int64_t(xs.size())}).to(dtype);
+    Tensor want = log1p(x);  // the CPU plugin's (PyTorch 1.13's values)
+    Tensor got;
+    EXPECT_EQ(fallbacks_of("log1p", [&] { got = log1p(x.to(kCuda0)); }), 0u);
+    // A few ulps of libm difference in float32/float64; half types compute in float32
+    // and round once, so they agree to a rounding.
+    const Tolerance tol = dtype == float64   ? Tolerance{1e-15, 0.0}
+                          : dtype == float32 ? Tolerance{5e-7, 0.0}
+                                             : one_rounding(dtype);
+    EXPECT_TRUE(matches(got.to(kCpu), ref_of(want), tol));
+    // Relative to x for the tiny ones: log1p(x) = x - x^2/2 + ..., so log(1 + x) (0 or
+    // a float32 rounding of 1 + x) fails this.
+    if (dtype == float32 || dtype == float64) {
+      EXPECT_NEAR(got.to(kCpu).to_vector<double>()[2], 3e-8, 3e-8 * 1e-6);
+    }
+  }
+  Tensor x = from_vector<double>({0.25, 3.0, -0.5}, {3}).to(kCuda0).requires_grad_();
+  log1p(x).sum().backward();
+  EXPECT_TRUE(matches(x.grad().to(kCpu), {3}, {0.8, 0.25, 2.0}, kFloat64Tol));
+}
+
 TEST(CudaStaged, HalfNormsMatchTheCpu) {
   KILN_REQUIRE_CUDA();
   for (DType dtype : {float16, bfloat16}) {

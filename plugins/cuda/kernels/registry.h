@@ -8,10 +8,15 @@
 #ifndef KILN_CUDA_KERNELS_REGISTRY_H
 #define KILN_CUDA_KERNELS_REGISTRY_H
 
+#include <string>
+#include <string_view>
+
 #include "kiln/sdk/catalogue.h"
 #include "kiln/sdk/kernel_table.h"
 #include "kiln/sdk/op_attrs.h"
+#include "kiln/sdk/status.h"
 #include "launch.h"
+#include "staged.h"
 
 namespace kiln::cuda {
 
@@ -51,6 +56,26 @@ KernelEntry catalogue_kernel(KernelImpl impl) {
 template <const sdk::CatalogueOp& Op>
 KernelEntry catalogue_entry(KernelImpl impl, sdk::SupportsFn supports, uint32_t flags) {
   return {Op.name, impl, supports, flags};
+}
+
+/// The `supports` of a staged kernel (staged.h): the catalogue's dtypes while
+/// KILN_CUDA_STAGED turns `Staged` on, 0 otherwise (the op takes the counted CPU fallback).
+template <const sdk::CatalogueOp& Op, const char* Staged>
+int32_t supports_while_staged(void* context, const kiln_op_args* args) noexcept {
+  static const bool on = staged_on(Staged);
+  return on ? sdk::supports_catalogue_dtypes<Op>(context, args) : 0;
+}
+
+/// Stages the kernel of catalogue op `Op` already in `list`: a catalogue op whose kernel
+/// the generated lists add (KILN_*_POINTWISE_OPS) and that has not run on a GPU yet.
+template <const sdk::CatalogueOp& Op, const char* Staged>
+void stage_kernel(KernelList& list) {
+  for (KernelEntry& entry : list)
+    if (std::string_view(entry.name) == Op.name) {
+      entry.supports = &supports_while_staged<Op, Staged>;
+      return;
+    }
+  throw sdk::Error(KILN_STATUS_INTERNAL, std::string("stage_kernel: no kernel for ") + Op.name);
 }
 
 /// Catalogue ops by short name, for the kernel lists: op::add is "kiln.add".

@@ -95,6 +95,7 @@ void add_unary_kernels(KernelList& list) {
   list.push_back(catalogue_kernel<op::name>(&unary_same_dtype<sdk::Functor, dtypes>));
   KILN_UNARY_POINTWISE_OPS(KILN_CUDA_UNARY)
 #undef KILN_CUDA_UNARY
+  stage_kernel<op::log1p, kStagedLog1p>(list);  // staged.h
   list.push_back(catalogue_kernel<op::clamp>(&clamp_impl));
   list.push_back(catalogue_kernel<op::gelu>(&gelu_impl));
   list.push_back(catalogue_entry<op::logical_not>(&logical_not_impl, nullptr, kStridedInOut));

@@ -147,7 +147,7 @@ def op(name, sampler, ref, grad=True, tol=1.0, n=60, grad_inputs=None, float32_f
 
 for _n in ["neg", "abs", "sign", "relu"]:
     op(_n, s_unary(ALL), unary(getattr(torch, _n)), grad=_n != "sign", n=50, broadcast_sum=True)
-for _n in ["exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "sigmoid"]:
+for _n in ["exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "sigmoid"]:
     op(_n, s_unary(ALL), unary(getattr(torch, _n)), n=50, broadcast_sum=True)
 for _n in ["isnan", "isinf", "isfinite", "logical_not"]:
     op(_n, s_unary(ALL), unary(getattr(torch, _n)), grad=False, n=30)

@@ -84,6 +84,7 @@ std::map<std::string, ReferenceOp> make_table() {
   t["relu"] = unary(kiln::relu);
   t["exp"] = unary(kiln::exp);
   t["log"] = unary(kiln::log);
+  t["log1p"] = unary(kiln::log1p);
   t["sqrt"] = unary(kiln::sqrt);
   t["rsqrt"] = unary(kiln::rsqrt);
   t["sin"] = unary(kiln::sin);

@@ -335,13 +335,8 @@ TEST_P(BinaryOps, EveryInPlaceSpellingMatchesTheOutOfPlaceOp) {
     for (DType dtype : {float32, float64, float16, bfloat16, int32, int64}) {
       if (!((p.dtypes >> static_cast<int>(dtype)) & 1u)) continue;
       SCOPED_TRACE(dtype_name(dtype));
-      auto values = [&](const kiln::testing::InputDomain& d, size_t n, uint32_t seed) {
-        return is_floating(dtype) ? random_floats(n, seed, d.lo, d.hi)
-                                  : random_ints(n, seed, static_cast<int>(std::floor(d.lo)),
-                                                static_cast<int>(std::ceil(d.hi)));
-      };
-      Tensor a = make(values(p.domain[0], 12, 4), {3, 4}, dtype, Layout::Transposed);
-      const Tensor b = make(values(p.domain[1], 4, 5), {4}, dtype);
+      Tensor a = make(domain_values(p.domain[0], dtype, 12, 4), {3, 4}, dtype, Layout::Transposed);
+      const Tensor b = make(domain_values(p.domain[1], dtype, 4, 5), {4}, dtype);
       const std::vector<double> expected = p.binary(a, b).to_vector<double>();
       Tensor& same = p.binary_inplace(a, b);
       EXPECT_EQ(&same, &a);

@@ -11,9 +11,11 @@
 /// Registered with KILN_PLUGIN_PATH=<good fixture folder> and KILN_CPU_DEVICES=2 it
 /// runs on cpu:0, cpu:1 and minimal:0 (where everything but kiln.fill falls back).
 
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "kiln/testing/pointwise_ops.h"
 #include "support/kiln_test.h"
 
 namespace kiln::test {
@@ -22,6 +24,15 @@ namespace kiln::test {
 std::vector<Device> conformance_devices();
 /// "cpu_0" for cpu:0 (test names allow only [A-Za-z0-9_]).
 std::string device_test_name(const ::testing::TestParamInfo<Device>& info);
+
+/// `n` values from an input's test domain (the catalogue's test.domain, [lo, hi)):
+/// random floats for a floating dtype, random integers spanning it for an integer one.
+inline std::vector<double> domain_values(const kiln::testing::InputDomain& d, DType dtype, size_t n,
+                                         uint32_t seed) {
+  return is_floating(dtype) ? random_floats(n, seed, d.lo, d.hi)
+                            : random_ints(n, seed, static_cast<int>(std::floor(d.lo)),
+                                          static_cast<int>(std::ceil(d.hi)));
+}
 
 class DeviceTest : public ::testing::TestWithParam<Device> {
  protected:

@@ -216,12 +216,8 @@ TEST_P(UnaryOps, EveryInPlaceSpellingMatchesTheOutOfPlaceOp) {
     for (DType dtype : {float32, float64, float16, bfloat16, int32, int64}) {
       if (!((p.dtypes >> static_cast<int>(dtype)) & 1u)) continue;
       SCOPED_TRACE(dtype_name(dtype));
-      const kiln::testing::InputDomain& d = p.domain[0];
-      const std::vector<double> values =
-          is_floating(dtype) ? random_floats(12, 3, d.lo, d.hi)
-                             : random_ints(12, 3, static_cast<int>(std::floor(d.lo)),
-                                           static_cast<int>(std::ceil(d.hi)));
-      Tensor view = make(values, {3, 4}, dtype, Layout::Transposed);
+      Tensor view =
+          make(domain_values(p.domain[0], dtype, 12, 3), {3, 4}, dtype, Layout::Transposed);
       const std::vector<double> expected = p.unary(view).to_vector<double>();
       Tensor& same = p.unary_inplace(view);
       EXPECT_EQ(&same, &view);

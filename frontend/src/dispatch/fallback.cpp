@@ -115,10 +115,9 @@ void run_on_cpu(OpId op, DeviceContext* dev, std::span<const TensorImpl* const> 
     graph::refuse(*capture, op_name(op),
                   concat(dev->name(), " has no kernel for ", describe_operands(inputs, outputs),
                          ", and a CPU fallback reads the operands back to the host"));
-  if (counters().mode.load() == FallbackMode::Error)
-    throw Error(concat("KILN_FALLBACK=error: ", op_name(op), " has no kernel on ", dev->name(),
-                       " for ", describe_operands(inputs, outputs),
-                       "; it would have run on the CPU plugin"));
+  check_fallback_allowed(concat(op_name(op), " has no kernel on ", dev->name(), " for ",
+                                describe_operands(inputs, outputs),
+                                "; it would have run on the CPU plugin"));
   DeviceContext* cpu = registry.cpu();
   auto start = std::chrono::steady_clock::now();
   uint64_t moved = 0;

@@ -61,6 +61,13 @@ def main(argv=None):
         what = f"missing key {e}" if isinstance(e, KeyError) else str(e)
         print(f"opgen: {what}", file=sys.stderr)
         return 1
+    except OSError as e:  # a file it reads or writes: named, without a traceback
+        print(f"opgen: {e.filename}: {e.strerror}", file=sys.stderr)
+        return 1
+    except UnicodeDecodeError as e:
+        print(f"opgen: an input is not UTF-8 text ({e.reason} at byte {e.start})",
+              file=sys.stderr)
+        return 1
     return 0
 
 

@@ -64,6 +64,23 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertTrue(err.startswith("opgen: Expecting value: line 1 column 10"), err)
 
+    def test_an_unreadable_catalogue_is_named(self):
+        self.catalogue = os.path.join(self.dir, "absent.json")
+        self.assertEqual(self.run_main()[::2],
+                         (1, f"opgen: {self.catalogue}: No such file or directory\n"))
+
+    def test_an_unreadable_formulas_header_is_named(self):
+        absent = os.path.join(self.dir, "formulas.h")
+        rc, _, err = self.run_main("--formulas", absent, "--public-headers", self.dir)
+        self.assertEqual((rc, err), (1, f"opgen: {absent}: No such file or directory\n"))
+
+    def test_a_catalogue_that_is_not_utf8(self):
+        with open(self.catalogue, "wb") as f:
+            f.write(b'{"ops": ["\xff"]}')
+        rc, _, err = self.run_main()
+        self.assertEqual(rc, 1)
+        self.assertTrue(err.startswith("opgen: an input is not UTF-8 text"), err)
+
     def test_a_refused_catalogue(self):
         cat = catalogue()
         op(cat, "kiln.exp")["layout"] = "strdied"

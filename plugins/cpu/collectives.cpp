@@ -60,7 +60,7 @@ struct Verdict {
 // of collectives in a row.
 class Group {
  public:
-  Group(std::vector<Device*> devices, double timeout_seconds)
+  Group(std::vector<CpuDevice*> devices, double timeout_seconds)
       : devices_(std::move(devices)),
         timeout_(timeout_seconds),
         present_(devices_.size(), 0),
@@ -190,7 +190,7 @@ class Group {
                      sdk::str_cat(abort_reason_, "; the communicator is aborted"));
   }
 
-  std::vector<Device*> devices_;
+  std::vector<CpuDevice*> devices_;
   double timeout_;
   std::mutex mutex_;
   std::condition_variable cv_;
@@ -394,10 +394,10 @@ kiln_status* comm_init_group(void*, kiln_device* const* devices, int32_t count,
     KILN_SDK_CHECK(timeout_seconds > 0 && std::isfinite(timeout_seconds),
                    KILN_STATUS_INVALID_ARGUMENT,
                    "the timeout must be a positive number of seconds, got ", timeout_seconds);
-    std::vector<Device*> members;
-    std::set<Device*> seen;
+    std::vector<CpuDevice*> members;
+    std::set<CpuDevice*> seen;
     for (int32_t i = 0; i < count; ++i) {
-      Device* d = &sdk::device_from_handle<Device>(devices[i]);
+      CpuDevice* d = &sdk::device_from_handle<CpuDevice>(devices[i]);
       KILN_SDK_CHECK(seen.insert(d).second, KILN_STATUS_INVALID_ARGUMENT, d->label(),
                      " appears twice in the group (a device can hold only one rank)");
       members.push_back(d);

@@ -37,26 +37,27 @@ constexpr kiln_threads_api kThreadsApi = {sizeof(kiln_threads_api), &set_num_thr
 
 }  // namespace
 
-// -- Device ---------------------------------------------------------------------------------
+// -- CpuDevice ------------------------------------------------------------------------------
 
-sdk::CachingDevice::Block Device::allocate_block(size_t bytes, size_t alignment, sdk::Stream*) {
+sdk::CachingDevice::Block CpuDevice::allocate_block(size_t bytes, size_t alignment, sdk::Stream*) {
   HostBlock* block = allocator_.allocate(bytes, alignment);
   return {reinterpret_cast<kiln_buffer*>(block), block->data};
 }
 
-void Device::deallocate_block(kiln_buffer* handle, sdk::Stream*) {
+void CpuDevice::deallocate_block(kiln_buffer* handle, sdk::Stream*) {
   allocator_.deallocate(reinterpret_cast<HostBlock*>(handle));
 }
 
-void Device::copy(sdk::CopyKind, void* dst, const void* src, size_t bytes, sdk::Stream*) {
+void CpuDevice::copy(sdk::CopyKind, void* dst, const void* src, size_t bytes, sdk::Stream*) {
   if (dst != src) std::memmove(dst, src, bytes);
 }
 
-void Device::copy_peer(void* dst, sdk::Device&, const void* src, size_t bytes, sdk::Stream*) {
+void CpuDevice::copy_peer(void* dst, sdk::BackendDevice&, const void* src, size_t bytes,
+                          sdk::Stream*) {
   if (dst != src) std::memmove(dst, src, bytes);
 }
 
-void Device::properties(kiln_device_properties& properties) {
+void CpuDevice::properties(kiln_device_properties& properties) {
   std::snprintf(properties.name, sizeof properties.name, "%s", backend_.device_name().c_str());
   properties.kind = KILN_DEVICE_KIND_CPU;
   properties.multiprocessor_count = pool().size();
@@ -66,13 +67,13 @@ void Device::properties(kiln_device_properties& properties) {
   properties.flags = KILN_DEVICE_FLAG_HOST_ACCESSIBLE;
 }
 
-void Device::memory_stats(kiln_memory_stats& stats) {
+void CpuDevice::memory_stats(kiln_memory_stats& stats) {
   const size_t struct_size = stats.struct_size;
   stats = allocator_.stats();
   stats.struct_size = struct_size;
 }
 
-const sdk::KernelTable* Device::kernels() { return &kernel_table(); }
+const sdk::KernelTable* CpuDevice::kernels() { return &kernel_table(); }
 
 // -- Backend --------------------------------------------------------------------------------
 
@@ -108,7 +109,7 @@ Backend::Backend() {
   // No single host allocation can exceed physical memory; an unknown size means no cap.
   const uint64_t limit = total_memory_ != 0 ? total_memory_ : UINT64_MAX;
   for (int i = 0; i < num_devices; ++i)
-    devices_.push_back(std::make_unique<Device>(*this, i, limit));
+    devices_.push_back(std::make_unique<CpuDevice>(*this, i, limit));
   kernel_table();  // now, so that a broken table (two kernels for one op) fails the load
   sdk::log(KILN_LOG_DEBUG, "initialized: " + description_);
 }

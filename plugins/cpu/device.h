@@ -26,9 +26,9 @@ class Backend;
 
 /// One logical device: host memory through its own caching allocator, whose blocks
 /// are the kiln_buffer handles (sdk::CachingDevice: no second registry on the hot path).
-class Device final : public sdk::CachingDevice {
+class CpuDevice final : public sdk::CachingDevice {
  public:
-  Device(const Backend& backend, int32_t index, uint64_t memory_limit)
+  CpuDevice(const Backend& backend, int32_t index, uint64_t memory_limit)
       : backend_(backend), index_(index), allocator_(memory_limit) {}
 
   int32_t index() const noexcept { return index_; }
@@ -42,7 +42,7 @@ class Device final : public sdk::CachingDevice {
   void copy(sdk::CopyKind kind, void* dst, const void* src, size_t bytes,
             sdk::Stream* stream) override;
   /// The logical devices share the host's memory, so a peer copy is a memmove too.
-  void copy_peer(void* dst, sdk::Device& src_device, const void* src, size_t bytes,
+  void copy_peer(void* dst, sdk::BackendDevice& src_device, const void* src, size_t bytes,
                  sdk::Stream* stream) override;
   void properties(kiln_device_properties& properties) override;
   void memory_stats(kiln_memory_stats& stats) override;
@@ -67,7 +67,9 @@ class Backend final : public sdk::Backend {
   Backend();
 
   int32_t device_count() override { return static_cast<int32_t>(devices_.size()); }
-  sdk::Device& device(int32_t index) override { return *devices_[static_cast<size_t>(index)]; }
+  sdk::BackendDevice& device(int32_t index) override {
+    return *devices_[static_cast<size_t>(index)];
+  }
   std::string describe() override { return description_; }
   bool peer_copies() override { return true; }
   /// "kiln.collectives.v1" (collectives.h) and "kiln.threads.v1".
@@ -77,7 +79,7 @@ class Backend final : public sdk::Backend {
   uint64_t total_memory() const noexcept { return total_memory_; }
 
  private:
-  std::vector<std::unique_ptr<Device>> devices_;
+  std::vector<std::unique_ptr<CpuDevice>> devices_;
   std::string device_name_;
   std::string description_;
   uint64_t total_memory_ = 0;

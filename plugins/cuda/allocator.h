@@ -30,7 +30,7 @@
 namespace kiln::cuda {
 
 class Allocator;
-class Device;
+class CudaDevice;
 
 /// One allocation; handed across the ABI as the opaque kiln_buffer.
 struct Allocation {
@@ -69,7 +69,7 @@ class Allocator {
   virtual const char* name() const noexcept = 0;
 };
 
-std::unique_ptr<Allocator> make_allocator(AllocatorKind kind, Device& device);
+std::unique_ptr<Allocator> make_allocator(AllocatorKind kind, CudaDevice& device);
 
 /// The allocation behind a buffer handle, checked: non-null, made by `owner` (this
 /// device's allocator) and not yet released.
@@ -79,13 +79,13 @@ Allocation* checked_allocation(kiln_buffer* buffer, const Allocator& owner);
 /// cannot allocate 1125899906842624 bytes (1.0 PiB); 2048 bytes in use and
 /// 2097152 bytes reserved by the caching allocator; the device has 79.0 GiB free of
 /// 79.6 GiB".
-[[noreturn]] void throw_out_of_memory(Device& device, const char* allocator, size_t bytes,
+[[noreturn]] void throw_out_of_memory(CudaDevice& device, const char* allocator, size_t bytes,
                                       uint64_t in_use, uint64_t reserved);
 
 /// Checks `alignment` (0 means the default) and returns the bytes a request must
 /// reserve so that an address aligned to `base_alignment` can be moved up to
 /// `alignment`; throws INVALID_ARGUMENT / OUT_OF_MEMORY on overflow.
-size_t padded_request(Device& device, const char* allocator, size_t bytes, size_t alignment,
+size_t padded_request(CudaDevice& device, const char* allocator, size_t bytes, size_t alignment,
                       size_t base_alignment);
 
 /// Rounds `value` up to a multiple of `multiple` (a power of two); 0 on overflow.

@@ -18,7 +18,7 @@ bool CachingAllocator::Order::operator()(const Block* a, const Block* b) const {
   return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(b->ptr);
 }
 
-CachingAllocator::CachingAllocator(Device& device) : device_(device) {
+CachingAllocator::CachingAllocator(CudaDevice& device) : device_(device) {
   empty_.owner = this;
   empty_.in_use = true;  // forever: releasing it is a no-op, never a double free
   empty_.data = device.empty_allocation();
@@ -27,8 +27,8 @@ CachingAllocator::CachingAllocator(Device& device) : device_(device) {
 Allocation* CachingAllocator::allocate(size_t bytes, size_t alignment, cudaStream_t stream) {
   // Segments from cudaMalloc are 256-byte aligned and blocks start at multiples of
   // 512 bytes into them, so every block is 256-byte aligned; larger alignments pad.
-  const size_t padded = padded_request(device_, name(), bytes, alignment, Device::kAlignment);
-  alignment = std::max<size_t>(alignment, Device::kAlignment);
+  const size_t padded = padded_request(device_, name(), bytes, alignment, CudaDevice::kAlignment);
+  alignment = std::max<size_t>(alignment, CudaDevice::kAlignment);
   std::lock_guard lock(mutex_);
   if (bytes == 0) {
     ++stats_.num_allocations;

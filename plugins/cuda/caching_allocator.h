@@ -51,7 +51,7 @@ class CachingAllocator final : public Allocator {
   static constexpr size_t kSmallSegment = size_t{2} << 20;
   static constexpr size_t kLargeRounding = size_t{2} << 20;
 
-  explicit CachingAllocator(Device& device);
+  explicit CachingAllocator(CudaDevice& device);
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
@@ -97,7 +97,7 @@ class CachingAllocator final : public Allocator {
   void release_event(Block* block) noexcept;
   void release_free_segments();
 
-  Device& device_;
+  CudaDevice& device_;
   mutable std::mutex mutex_;
   FreeSet small_;
   FreeSet large_;

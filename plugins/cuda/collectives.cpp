@@ -141,11 +141,11 @@ kiln_status* comm_init_group(void*, kiln_device* const* devices, int32_t count,
                    KILN_STATUS_INVALID_ARGUMENT,
                    "needs at least one device and an output array (count ", count, ")");
     check_timeout(timeout_seconds);
-    std::vector<Device*> members;
+    std::vector<CudaDevice*> members;
     std::vector<std::string> labels;
     std::set<int> ordinals;
     for (int32_t i = 0; i < count; ++i) {
-      Device* d = &sdk::device_from_handle<Device>(devices[i]);
+      CudaDevice* d = &sdk::device_from_handle<CudaDevice>(devices[i]);
       // NCCL allows one rank per GPU in a communicator (two would hang).
       KILN_SDK_CHECK(ordinals.insert(d->ordinal()).second, KILN_STATUS_INVALID_ARGUMENT, d->label(),
                      " appears twice in the group (a device can hold only one rank)");
@@ -219,7 +219,7 @@ kiln_status* comm_init_rank(kiln_device* device, const kiln_comm_id* id, int32_t
     KILN_SDK_CHECK(nranks > 0 && rank >= 0 && rank < nranks, KILN_STATUS_INVALID_ARGUMENT, "rank ",
                    rank, " is not a rank of a group of ", nranks);
     check_timeout(timeout_seconds);
-    Device& d = sdk::device_from_handle<Device>(device);
+    CudaDevice& d = sdk::device_from_handle<CudaDevice>(device);
     require_nccl();
     ncclUniqueId unique{};
     std::memcpy(&unique, id->bytes, sizeof unique);

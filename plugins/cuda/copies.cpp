@@ -1,4 +1,4 @@
-// copies.cpp — Device::copy: host<->device through pinned staging (staging.h),
+// copies.cpp — CudaDevice::copy: host<->device through pinned staging (staging.h),
 // device<->device on the copy engines, and peer copies between GPUs (inside copy, for
 // pointers on another GPU, and as the ABI's copy_peer).
 #include <cuda_runtime.h>
@@ -31,7 +31,7 @@ int device_of(const void* pointer) {
 
 // Peer copies work without peer access (the driver stages them), but go straight over
 // NVLink/PCIe with it. Enabled once per ordered pair, best effort.
-void enable_peer_access(Device& device, int other) {
+void enable_peer_access(CudaDevice& device, int other) {
   static std::mutex mutex;
   static std::set<std::pair<int, int>> tried;
   std::lock_guard lock(mutex);
@@ -44,7 +44,7 @@ void enable_peer_access(Device& device, int other) {
   cudaGetLastError();  // "already enabled" and friends are not errors of the copy
 }
 
-void device_to_device(Device& device, void* dst, const void* src, size_t bytes,
+void device_to_device(CudaDevice& device, void* dst, const void* src, size_t bytes,
                       cudaStream_t stream) {
   const int src_device = device_of(src);
   const int dst_device = device_of(dst);
@@ -69,7 +69,7 @@ void device_to_device(Device& device, void* dst, const void* src, size_t bytes,
 // The host waits for everything before the copy on this stream: the place to report
 // what the GPU found in those ops. The error slots' readback is enqueued before the
 // copy, so the copy's one wait covers it too (reading a loss is one host wait).
-void copy_to_host_and_check(Device& device, void* dst, const void* src, size_t bytes,
+void copy_to_host_and_check(CudaDevice& device, void* dst, const void* src, size_t bytes,
                             cudaStream_t stream) {
   ErrorFlags& flags = device.error_flags();
   const bool pending = flags.pending(stream);
@@ -88,8 +88,8 @@ void copy_to_host_and_check(Device& device, void* dst, const void* src, size_t b
 }  // namespace
 
 // The kit has checked the kind and the pointers, and answers 0-byte copies itself.
-void Device::copy(sdk::CopyKind kind, void* dst, const void* src, size_t bytes,
-                  sdk::Stream* stream) {
+void CudaDevice::copy(sdk::CopyKind kind, void* dst, const void* src, size_t bytes,
+                      sdk::Stream* stream) {
   const cudaStream_t s = cuda_stream(stream);
   make_current();
   switch (kind) {
@@ -108,9 +108,10 @@ void Device::copy(sdk::CopyKind kind, void* dst, const void* src, size_t bytes,
 // The source's default stream is where the frontend wrote the source and where it will
 // free or overwrite it next: the copy waits for the first and the second waits for the
 // copy. The pool's events may go back at once: a wait holds the record it was made on.
-void Device::copy_peer(void* dst, sdk::Device& src_device, const void* src, size_t bytes,
-                       sdk::Stream* stream) {
-  auto& source = dynamic_cast<Device&>(src_device);  // the kit passes only this plugin's devices
+void CudaDevice::copy_peer(void* dst, sdk::BackendDevice& src_device, const void* src, size_t bytes,
+                           sdk::Stream* stream) {
+  // The kit passes only this plugin's devices.
+  auto& source = dynamic_cast<CudaDevice&>(src_device);
   const cudaStream_t s = cuda_stream(stream);
   if (source.ordinal() != ordinal_) enable_peer_access(*this, source.ordinal());
   cudaEvent_t source_ready = source.events().get();

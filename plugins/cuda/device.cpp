@@ -41,9 +41,10 @@ void EventPool::put(cudaEvent_t event) noexcept {
   }
 }
 
-// -- Device ------------------------------------------------------------------------------
+// -- CudaDevice --------------------------------------------------------------------------
 
-Device::Device(int32_t index, int ordinal, const cudaDeviceProp& properties, const Config& config)
+CudaDevice::CudaDevice(int32_t index, int ordinal, const cudaDeviceProp& properties,
+                       const Config& config)
     : index_(index),
       ordinal_(ordinal),
       properties_(properties),
@@ -51,9 +52,9 @@ Device::Device(int32_t index, int ordinal, const cudaDeviceProp& properties, con
       label_("cuda:" + std::to_string(index)),
       events_(*this) {}
 
-Device::~Device() = default;
+CudaDevice::~CudaDevice() = default;
 
-void Device::make_current() const {
+void CudaDevice::make_current() const {
   int current = -1;
   if (cudaGetDevice(&current) != cudaSuccess || current != ordinal_) {
     if (const cudaError_t status = cudaSetDevice(ordinal_); status != cudaSuccess) {
@@ -62,7 +63,7 @@ void Device::make_current() const {
   }
 }
 
-void Device::open() {
+void CudaDevice::open() {
   if (is_open()) return;
   std::lock_guard lock(open_mutex_);
   if (is_open()) return;
@@ -70,7 +71,7 @@ void Device::open() {
   open_.store(true, std::memory_order_release);
 }
 
-void Device::open_locked() {
+void CudaDevice::open_locked() {
   make_current();
   // cudaFree(nullptr) is the classic way to create the primary context now, so its
   // cost (and a driver problem) shows up here, at device_open, not in the first op.
@@ -102,20 +103,20 @@ void Device::open_locked() {
   if (!staging_) staging_ = std::make_unique<Staging>(*this);
 }
 
-// -- the kit's Device: memory, description, kernels ------------------------------------
+// -- the kit's BackendDevice: memory, description, kernels -----------------------------
 // (streams and events: streams.cpp; copies: copies.cpp)
 
-sdk::CachingDevice::Block Device::allocate_block(size_t bytes, size_t alignment,
-                                                 sdk::Stream* stream) {
+sdk::CachingDevice::Block CudaDevice::allocate_block(size_t bytes, size_t alignment,
+                                                     sdk::Stream* stream) {
   Allocation* a = allocator_->allocate(bytes, alignment, cuda_stream(stream));
   return {reinterpret_cast<kiln_buffer*>(a), a->data};
 }
 
-void Device::deallocate_block(kiln_buffer* handle, sdk::Stream* stream) {
+void CudaDevice::deallocate_block(kiln_buffer* handle, sdk::Stream* stream) {
   allocator_->deallocate(checked_allocation(handle, *allocator_), cuda_stream(stream));
 }
 
-void Device::properties(kiln_device_properties& out) {
+void CudaDevice::properties(kiln_device_properties& out) {
   std::snprintf(out.name, sizeof out.name, "%.127s", properties_.name);  // 256 bytes in CUDA
   out.kind = KILN_DEVICE_KIND_GPU;
   out.compute_capability_major = properties_.major;
@@ -137,15 +138,15 @@ void Device::properties(kiln_device_properties& out) {
   out.memory_alignment = kAlignment;
 }
 
-void Device::memory_stats(kiln_memory_stats& stats) {
+void CudaDevice::memory_stats(kiln_memory_stats& stats) {
   const size_t struct_size = stats.struct_size;
   stats = allocator_->stats();
   stats.struct_size = struct_size;
 }
 
-void Device::empty_cache() { allocator_->empty_cache(); }
+void CudaDevice::empty_cache() { allocator_->empty_cache(); }
 
-const sdk::KernelTable* Device::kernels() { return &kernel_table(); }
+const sdk::KernelTable* CudaDevice::kernels() { return &kernel_table(); }
 
 namespace {
 
@@ -169,7 +170,7 @@ bool is_sticky(cudaError_t status) {
 
 }  // namespace
 
-[[noreturn]] void Device::fail(cudaError_t status, const char* what) const {
+[[noreturn]] void CudaDevice::fail(cudaError_t status, const char* what) const {
   // Errors that are not sticky stay in the runtime's "last error" until read: clear
   // them so the next op does not report them as its own. (A sticky error, such as an
   // illegal address, cannot be cleared and will be reported by every later call.)
@@ -187,21 +188,21 @@ bool is_sticky(cudaError_t status) {
   throw sdk::Error(KILN_STATUS_DEVICE_ERROR, message);
 }
 
-void Device::wait_stream(cudaStream_t stream, const char* what) {
+void CudaDevice::wait_stream(cudaStream_t stream, const char* what) {
   count_host_wait();
   if (const cudaError_t status = cudaStreamSynchronize(stream); status != cudaSuccess) {
     fail(status, what);
   }
 }
 
-void Device::wait_for_event(cudaEvent_t event, const char* what) {
+void CudaDevice::wait_for_event(cudaEvent_t event, const char* what) {
   count_host_wait();
   if (const cudaError_t status = cudaEventSynchronize(event); status != cudaSuccess) {
     fail(status, what);
   }
 }
 
-void Device::wait_device(const char* what) {
+void CudaDevice::wait_device(const char* what) {
   make_current();
   count_host_wait();
   if (const cudaError_t status = cudaDeviceSynchronize(); status != cudaSuccess) {
@@ -209,7 +210,7 @@ void Device::wait_device(const char* what) {
   }
 }
 
-bool Device::event_done(cudaEvent_t event) {
+bool CudaDevice::event_done(cudaEvent_t event) {
   const cudaError_t status = cudaEventQuery(event);
   if (status == cudaSuccess) return true;
   if (status != cudaErrorNotReady) fail(status, "cudaEventQuery");
@@ -219,13 +220,13 @@ bool Device::event_done(cudaEvent_t event) {
   return false;
 }
 
-void Device::record_cuda_event(cudaEvent_t event, cudaStream_t stream, const char* what) {
+void CudaDevice::record_cuda_event(cudaEvent_t event, cudaStream_t stream, const char* what) {
   if (const cudaError_t status = cudaEventRecord(event, stream); status != cudaSuccess) {
     fail(status, what);
   }
 }
 
-void Device::post_deferred_error(kiln_status_code code, const std::string& message) noexcept {
+void CudaDevice::post_deferred_error(kiln_status_code code, const std::string& message) noexcept {
   try {
     std::lock_guard lock(deferred_mutex_);
     if (deferred_pending_.load(std::memory_order_relaxed)) return;
@@ -237,7 +238,7 @@ void Device::post_deferred_error(kiln_status_code code, const std::string& messa
   }
 }
 
-void Device::raise_deferred_error(const char* where) {
+void CudaDevice::raise_deferred_error(const char* where) {
   if (!deferred_pending_.load(std::memory_order_acquire)) [[likely]]
     return;
   std::lock_guard lock(deferred_mutex_);
@@ -247,7 +248,7 @@ void Device::raise_deferred_error(const char* where) {
                    sdk::str_cat(deferred_message_, " (found on ", label_, " ", where, ")"));
 }
 
-Device::Counters Device::counters() const noexcept {
+CudaDevice::Counters CudaDevice::counters() const noexcept {
   return {host_syncs_.load(std::memory_order_relaxed), op_calls_.load(std::memory_order_relaxed),
           flag_reads_.load(std::memory_order_relaxed)};
 }
@@ -275,7 +276,7 @@ thread_local std::vector<cudnnHandle_t> cudnn_handles;
 
 }  // namespace
 
-cublasHandle_t Device::cublas_handle() {
+cublasHandle_t CudaDevice::cublas_handle() {
   cublasHandle_t& handle = slot_for(cublas_handles, index_);
   if (handle == nullptr) {
     require_library(ToolkitLibrary::Cublas);
@@ -285,7 +286,7 @@ cublasHandle_t Device::cublas_handle() {
   return handle;
 }
 
-cublasLtHandle_t Device::cublaslt_handle() {
+cublasLtHandle_t CudaDevice::cublaslt_handle() {
   cublasLtHandle_t& handle = slot_for(cublaslt_handles, index_);
   if (handle == nullptr) {
     require_library(ToolkitLibrary::CublasLt);
@@ -295,7 +296,7 @@ cublasLtHandle_t Device::cublaslt_handle() {
   return handle;
 }
 
-cudnnHandle_t Device::cudnn_handle() {
+cudnnHandle_t CudaDevice::cudnn_handle() {
   cudnnHandle_t& handle = slot_for(cudnn_handles, index_);
   if (handle == nullptr) {
     require_library(ToolkitLibrary::Cudnn);

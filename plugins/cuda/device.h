@@ -1,11 +1,11 @@
-// device.h — one GPU as the plugin sees it: its CUDA ordinal and properties, and,
-// once opened, its default stream, allocator, pinned staging, device-error slots,
-// event pool and library handles. It is the plugin kit's Device (kiln/sdk/plugin.h):
-// a CachingDevice whose allocator's Allocation records are the buffer handles, with
-// asynchronous streams and events on cudaStream_t and cudaEvent_t (streams.cpp) and
-// copies through pinned staging (copies.cpp).
+// device.h — CudaDevice, one GPU as the plugin sees it: its CUDA ordinal and properties,
+// and, once opened, its default stream, allocator, pinned staging, device-error slots,
+// event pool and library handles. It is a BackendDevice of the plugin kit
+// (kiln/sdk/plugin.h): a CachingDevice whose allocator's Allocation records are the
+// buffer handles, with asynchronous streams and events on cudaStream_t and cudaEvent_t
+// (streams.cpp) and copies through pinned staging (copies.cpp).
 //
-// A Device is created for every usable GPU when the plugin loads, without touching
+// A CudaDevice is created for every usable GPU when the plugin loads, without touching
 // the GPU; `open()` (device_open) creates the CUDA context and everything else, once.
 // Devices are never closed or destroyed: plugins are never unloaded, and tensors
 // freed during static destruction must still find their device.
@@ -39,12 +39,13 @@ class Allocator;
 class ErrorFlags;
 class Staging;
 
-class Device;
+class CudaDevice;
 
 /// A stream made by stream_create: a non-blocking cudaStream_t of its device.
 struct CudaStream : sdk::Stream {
   cudaStream_t stream = nullptr;
-  const Device* owner = nullptr;  // checked by kernel calls, whose streams the kit does not check
+  // Checked by kernel calls, whose streams the kit does not check.
+  const CudaDevice* owner = nullptr;
 };
 
 /// An event made by event_create (timing enabled, for event_elapsed).
@@ -59,26 +60,26 @@ struct CudaEvent : sdk::Event {
 /// Reusable cudaEvent_t (timing disabled) of one device. Thread-safe.
 class EventPool {
  public:
-  explicit EventPool(Device& device) : device_(device) {}
+  explicit EventPool(CudaDevice& device) : device_(device) {}
   /// An event of this device; throws on CUDA failure.
   cudaEvent_t get();
   /// Returns an event (recorded or not) for reuse. Never throws.
   void put(cudaEvent_t event) noexcept;
 
  private:
-  Device& device_;
+  CudaDevice& device_;
   std::mutex mutex_;
   std::vector<cudaEvent_t> free_;
 };
 
-class Device final : public sdk::CachingDevice {
+class CudaDevice final : public sdk::CachingDevice {
  public:
-  Device(int32_t index, int ordinal, const cudaDeviceProp& properties, const Config& config);
-  ~Device() override;  // never runs in practice: devices live as long as the process
-  Device(const Device&) = delete;
-  Device& operator=(const Device&) = delete;
+  CudaDevice(int32_t index, int ordinal, const cudaDeviceProp& properties, const Config& config);
+  ~CudaDevice() override;  // never runs in practice: devices live as long as the process
+  CudaDevice(const CudaDevice&) = delete;
+  CudaDevice& operator=(const CudaDevice&) = delete;
 
-  // -- the kit's Device (the ABI's entries; the kit has checked handles and arguments) --
+  // -- the kit's BackendDevice (the ABI's entries; the kit has checked handles and arguments)
   /// Creates the context and the per-device machinery on the first call; later calls
   /// return at once. Thread-safe; throws kiln::sdk::Error (DEVICE_ERROR) on failure,
   /// and a later call tries again.
@@ -96,7 +97,7 @@ class Device final : public sdk::CachingDevice {
   /// copy_peer (ABI 1.1): cudaMemcpyPeerAsync on `stream` of this (the destination)
   /// device, after the source device's default stream (an event), which in turn waits
   /// for the copy, so neither side touches the bytes while they move. Enqueued only.
-  void copy_peer(void* dst, sdk::Device& src_device, const void* src, size_t bytes,
+  void copy_peer(void* dst, sdk::BackendDevice& src_device, const void* src, size_t bytes,
                  sdk::Stream* stream) override;
   void properties(kiln_device_properties& properties) override;
   void memory_stats(kiln_memory_stats& stats) override;

@@ -31,7 +31,7 @@
 
 namespace kiln::cuda {
 
-class Device;
+class CudaDevice;
 
 /// One slot, as kernels see it (device memory).
 struct ErrorSlot {
@@ -47,7 +47,7 @@ class ErrorFlags {
   static constexpr size_t kSpareBytes = 256;
   static constexpr uint64_t kAll = std::numeric_limits<uint64_t>::max();
 
-  explicit ErrorFlags(Device& device) : device_(device) {}
+  explicit ErrorFlags(CudaDevice& device) : device_(device) {}
   ErrorFlags(const ErrorFlags&) = delete;
   ErrorFlags& operator=(const ErrorFlags&) = delete;
 
@@ -104,7 +104,7 @@ class ErrorFlags {
   void reclaim_all_locked();
   std::string describe(const Record& record, const ErrorSlot& slot, const char* where) const;
 
-  Device& device_;
+  CudaDevice& device_;
   ErrorSlot* slots_ = nullptr;  // device memory, kSlots of them, then the spare bytes
   void* spare_ = nullptr;
   mutable std::mutex mutex_;

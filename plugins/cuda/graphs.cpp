@@ -14,7 +14,7 @@
 #include "staged.h"
 
 struct kiln_graph {
-  kiln::cuda::Device* device = nullptr;
+  kiln::cuda::CudaDevice* device = nullptr;
   cudaGraphExec_t exec = nullptr;
   cudaEvent_t last_launch = nullptr;  // recorded after each launch; destroy waits for it
 };
@@ -25,7 +25,7 @@ namespace {
 
 // An open capture: its device and stream.
 struct Recording {
-  const Device* device;
+  const CudaDevice* device;
   cudaStream_t stream;
 };
 
@@ -33,7 +33,7 @@ std::atomic<int> open_count{0};
 std::mutex open_mutex;
 std::vector<Recording> open_recordings;  // guarded by open_mutex
 
-std::vector<Recording>::iterator find_locked(const Device& device, cudaStream_t stream) {
+std::vector<Recording>::iterator find_locked(const CudaDevice& device, cudaStream_t stream) {
   return std::find_if(open_recordings.begin(), open_recordings.end(), [&](const Recording& r) {
     return r.device == &device && r.stream == stream;
   });
@@ -41,7 +41,7 @@ std::vector<Recording>::iterator find_locked(const Device& device, cudaStream_t 
 
 kiln_status* capture_begin(kiln_device* handle, kiln_stream* stream) {
   return sdk::guard("kiln.graphs.v1 capture_begin", [&] {
-    Device& device = sdk::device_from_handle<Device>(handle);
+    CudaDevice& device = sdk::device_from_handle<CudaDevice>(handle);
     device.make_current();
     const cudaStream_t s = device.cuda_stream(sdk::stream_from_handle<CudaStream>(stream));
     std::lock_guard lock(open_mutex);
@@ -62,7 +62,7 @@ kiln_status* capture_end(kiln_device* handle, kiln_stream* stream, kiln_graph** 
   return sdk::guard("kiln.graphs.v1 capture_end", [&] {
     KILN_SDK_CHECK(out != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
     *out = nullptr;
-    Device& device = sdk::device_from_handle<Device>(handle);
+    CudaDevice& device = sdk::device_from_handle<CudaDevice>(handle);
     device.make_current();
     const cudaStream_t s = device.cuda_stream(sdk::stream_from_handle<CudaStream>(stream));
     {
@@ -102,7 +102,7 @@ kiln_status* capture_end(kiln_device* handle, kiln_stream* stream, kiln_graph** 
 kiln_status* launch(kiln_device* handle, kiln_graph* graph, kiln_stream* stream) {
   return sdk::guard("kiln.graphs.v1 launch", [&] {
     KILN_SDK_CHECK(graph != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null graph");
-    Device& device = sdk::device_from_handle<Device>(handle);
+    CudaDevice& device = sdk::device_from_handle<CudaDevice>(handle);
     KILN_SDK_CHECK(graph->device == &device, KILN_STATUS_INVALID_ARGUMENT,
                    "the graph was recorded on another device");
     device.make_current();
@@ -117,7 +117,7 @@ kiln_status* destroy(kiln_device* handle, kiln_graph* graph) {
   return sdk::guard("kiln.graphs.v1 destroy", [&] {
     if (graph == nullptr) return;
     std::unique_ptr<kiln_graph> owned(graph);
-    Device& device = sdk::device_from_handle<Device>(handle);
+    CudaDevice& device = sdk::device_from_handle<CudaDevice>(handle);
     device.make_current();
     cudaError_t waited = cudaSuccess;
     if (graph->last_launch != nullptr) {
@@ -143,7 +143,7 @@ const kiln_graphs_api* graphs_api() {
   return offered ? &kGraphs : nullptr;
 }
 
-bool recording(const Device& device, cudaStream_t stream) noexcept {
+bool recording(const CudaDevice& device, cudaStream_t stream) noexcept {
   if (open_count.load(std::memory_order_relaxed) == 0) [[likely]]
     return false;
   std::lock_guard lock(open_mutex);

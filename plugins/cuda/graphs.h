@@ -21,14 +21,14 @@
 
 namespace kiln::cuda {
 
-class Device;
+class CudaDevice;
 
 /// The table, or nullptr where it is not offered (above).
 const kiln_graphs_api* graphs_api();
 
 /// Whether a capture records the work run with `stream` of `device` now (one relaxed
 /// load while no capture is open anywhere).
-bool recording(const Device& device, cudaStream_t stream) noexcept;
+bool recording(const CudaDevice& device, cudaStream_t stream) noexcept;
 
 }  // namespace kiln::cuda
 

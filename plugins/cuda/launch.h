@@ -29,8 +29,8 @@
 
 namespace kiln::cuda {
 
-class Device;        // one GPU: ordinal, properties, caching allocator, handles (device.h)
-struct LaunchState;  // the runtime's bookkeeping for one kernel call (dispatch.h)
+class CudaDevice;    // one GPU: ordinal, properties, caching allocator, handles (device.h)
+struct LaunchState;  // the runtime's bookkeeping for one kernel call (kernel_call.h)
 
 /// Codes a kernel writes through Launch::error_flag(); the runtime turns them into
 /// INVALID_ARGUMENT messages using the values the kernel put in error_detail().
@@ -42,9 +42,9 @@ enum DeviceErrorCode : int32_t {
 /// What one kernel call runs with. Cheap to construct; valid during the call only.
 class Launch {
  public:
-  Launch(Device& device, cudaStream_t stream) noexcept : device_(&device), stream_(stream) {}
+  Launch(CudaDevice& device, cudaStream_t stream) noexcept : device_(&device), stream_(stream) {}
 
-  Device& device() const noexcept { return *device_; }
+  CudaDevice& device() const noexcept { return *device_; }
   cudaStream_t stream() const noexcept { return stream_; }
   int ordinal() const noexcept;  // the CUDA device number
   int multiprocessor_count() const noexcept;
@@ -71,7 +71,7 @@ class Launch {
 
   /// The runtime's constructor: `state` collects the call's scratch memory and error
   /// slot (the two-argument constructor has none: scratch() then throws).
-  Launch(Device& device, cudaStream_t stream, LaunchState* state) noexcept
+  Launch(CudaDevice& device, cudaStream_t stream, LaunchState* state) noexcept
       : device_(&device), stream_(stream), state_(state) {}
 
   /// Device pointer to the three int64 that go with error_flag(): a kernel that finds
@@ -84,7 +84,7 @@ class Launch {
   const char* op_name() const noexcept;
 
  private:
-  Device* device_;
+  CudaDevice* device_;
   cudaStream_t stream_;
   LaunchState* state_ = nullptr;
 };

@@ -115,7 +115,7 @@ void GroupInfo::abort_all(kiln_status_code code, const std::string& reason) {
 
 // -- NcclComm ------------------------------------------------------------------------------
 
-NcclComm::NcclComm(Device& device, int rank, int size, double timeout_seconds,
+NcclComm::NcclComm(CudaDevice& device, int rank, int size, double timeout_seconds,
                    std::shared_ptr<GroupInfo> group)
     : device_(device),
       rank_(rank),

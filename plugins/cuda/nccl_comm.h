@@ -13,7 +13,7 @@
 // not mistaken for a missing peer. When the end event has not completed within the
 // timeout, or NCCL reports an asynchronous error, the watchdog aborts the
 // communicator, which makes its kernels return, and posts the error to the device
-// (Device::post_deferred_error): the next synchronization point of that device throws
+// (CudaDevice::post_deferred_error): the next synchronization point of that device throws
 // it, and every later call on the communicator fails at once.
 //
 // Ranks of one in-process group (comm_init_group) share a GroupInfo: each collective
@@ -45,7 +45,7 @@
 
 namespace kiln::cuda {
 
-class Device;
+class CudaDevice;
 /// now + `seconds`, at most about 115 days ahead (a huge timeout must not overflow
 /// the clock's range and land in the past).
 std::chrono::steady_clock::time_point deadline_after(double seconds);
@@ -98,7 +98,7 @@ class NcclComm : public std::enable_shared_from_this<NcclComm> {
  public:
   using Clock = std::chrono::steady_clock;
 
-  NcclComm(Device& device, int rank, int size, double timeout_seconds,
+  NcclComm(CudaDevice& device, int rank, int size, double timeout_seconds,
            std::shared_ptr<GroupInfo> group);
   ~NcclComm();
   NcclComm(const NcclComm&) = delete;
@@ -134,7 +134,7 @@ class NcclComm : public std::enable_shared_from_this<NcclComm> {
   /// still in flight. Never throws.
   void abort(kiln_status_code code, const std::string& reason) noexcept;
 
-  Device& device() const noexcept { return device_; }
+  CudaDevice& device() const noexcept { return device_; }
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return size_; }
   double timeout_seconds() const noexcept { return timeout_; }
@@ -163,7 +163,7 @@ class NcclComm : public std::enable_shared_from_this<NcclComm> {
   // `missing` (who may be to blame) in a timeout's message.
   void poll(const char* what, Clock::time_point deadline, const std::string& missing);
 
-  Device& device_;
+  CudaDevice& device_;
   int rank_;
   int size_;
   double timeout_;

@@ -79,7 +79,7 @@ bool Watchdog::finished(Entry& e) noexcept {
   }
   if (!aborted) {
     try {
-      Device& device = comm.device();
+      CudaDevice& device = comm.device();
       device.make_current();
       if (!e.started && device.event_done(e.start)) {
         e.started = true;

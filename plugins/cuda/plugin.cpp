@@ -1,5 +1,5 @@
 // The CUDA backend on the plugin kit (kiln/sdk/plugin.h): cuda::Backend lists the GPUs
-// of plugin_state.h, each a cuda::Device (device.h), and adds NVTX ranges and the
+// of plugin_state.h, each a cuda::CudaDevice (device.h), and adds NVTX ranges and the
 // kiln.cuda.debug extension. The kit makes the kiln_plugin_api table, checks handles
 // and arguments, and turns exceptions into statuses.
 //
@@ -7,7 +7,7 @@
 // runtime how many GPUs there are (without creating a context). No driver or no GPU
 // is zero devices, with the runtime's reason in describe() (kiln-info prints it); the
 // process goes on with the other plugins. Contexts, streams and memory are created
-// per device at device_open (Device::open).
+// per device at device_open (CudaDevice::open).
 //
 // Environment: see plugin_state.h (KILN_CUDA_ALLOCATOR, KILN_CUDA_SYNC); the CUDA
 // runtime's CUDA_VISIBLE_DEVICES applies as usual.
@@ -39,7 +39,7 @@ namespace {
 kiln_status* debug_get_counters(kiln_device* device, kiln_cuda_debug_counters* counters) {
   return sdk::guard("kiln.cuda.debug get_counters", [&] {
     KILN_SDK_CHECK(counters != nullptr, KILN_STATUS_INVALID_ARGUMENT, "null output pointer");
-    const Device::Counters c = sdk::device_from_handle<Device>(device).counters();
+    const CudaDevice::Counters c = sdk::device_from_handle<CudaDevice>(device).counters();
     kiln_cuda_debug_counters full{};
     full.struct_size = sizeof full;
     full.host_synchronizations = c.host_synchronizations;
@@ -71,7 +71,7 @@ class Backend final : public sdk::Backend {
   }
 
   int32_t device_count() override { return static_cast<int32_t>(state_.devices.size()); }
-  sdk::Device& device(int32_t index) override {
+  sdk::BackendDevice& device(int32_t index) override {
     return *state_.devices[static_cast<size_t>(index)];
   }
   std::string describe() override { return state_.description; }

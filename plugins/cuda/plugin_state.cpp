@@ -94,7 +94,7 @@ void build_state() {
       continue;
     }
     const auto index = static_cast<int32_t>(state->devices.size());
-    state->devices.push_back(std::make_unique<Device>(index, ordinal, prop, state->config));
+    state->devices.push_back(std::make_unique<CudaDevice>(index, ordinal, prop, state->config));
     names += sdk::str_cat(names.empty() ? "" : ", ", "cuda:", index, " = ", prop.name, " (sm_",
                           arch, ")");
   }

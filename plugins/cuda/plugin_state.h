@@ -21,7 +21,7 @@
 
 namespace kiln::cuda {
 
-class Device;
+class CudaDevice;
 
 enum class AllocatorKind { Caching, MallocAsync, Direct };
 
@@ -35,8 +35,8 @@ struct Config {
 
 struct PluginState {
   Config config;
-  std::vector<std::unique_ptr<Device>> devices;  // by Kiln index; opened lazily
-  std::string description;                       // describe()'s text
+  std::vector<std::unique_ptr<CudaDevice>> devices;  // by Kiln index; opened lazily
+  std::string description;                           // describe()'s text
 };
 
 /// Builds the state on the first call (reads the environment, enumerates the GPUs

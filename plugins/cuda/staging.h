@@ -29,14 +29,14 @@
 
 namespace kiln::cuda {
 
-class Device;
+class CudaDevice;
 
 class Staging {
  public:
   static constexpr size_t kRingBytes = size_t{8} << 20;
   static constexpr size_t kChunkBytes = size_t{2} << 20;
 
-  explicit Staging(Device& device) : device_(device) {}
+  explicit Staging(CudaDevice& device) : device_(device) {}
   Staging(const Staging&) = delete;
   Staging& operator=(const Staging&) = delete;
 
@@ -65,7 +65,7 @@ class Staging {
   size_t reserve(size_t bytes);
   void retire_completed();
 
-  Device& device_;
+  CudaDevice& device_;
   std::mutex mutex_;  // one copy at a time per device: the ring is shared
   char* ring_ = nullptr;
   size_t head_ = 0;                 // end of the newest region

@@ -13,7 +13,7 @@ CudaEvent& cuda_event(sdk::Event& event) { return static_cast<CudaEvent&>(event)
 
 }  // namespace
 
-void synchronize_stream(Device& device, cudaStream_t stream, const char* where) {
+void synchronize_stream(CudaDevice& device, cudaStream_t stream, const char* where) {
   ErrorFlags& flags = device.error_flags();
   const bool pending = flags.pending(stream);
   // The readback rides along in stream order, so one wait covers both.
@@ -29,7 +29,7 @@ void synchronize_stream(Device& device, cudaStream_t stream, const char* where) 
   device.raise_deferred_error(where);
 }
 
-std::unique_ptr<sdk::Stream> Device::create_stream() {
+std::unique_ptr<sdk::Stream> CudaDevice::create_stream() {
   auto created = std::make_unique<CudaStream>();
   created->owner = this;
   make_current();
@@ -41,7 +41,7 @@ std::unique_ptr<sdk::Stream> Device::create_stream() {
   return created;
 }
 
-void Device::destroy_stream(sdk::Stream& stream) {
+void CudaDevice::destroy_stream(sdk::Stream& stream) {
   const cudaStream_t s = static_cast<CudaStream&>(stream).stream;
   make_current();
   // Work on the stream may still be running and cudaStreamDestroy does not wait for
@@ -67,11 +67,11 @@ void Device::destroy_stream(sdk::Stream& stream) {
   if (status != cudaSuccess) fail(status, "cudaStreamDestroy");
 }
 
-void Device::synchronize(sdk::Stream* stream) {
+void CudaDevice::synchronize(sdk::Stream* stream) {
   synchronize_stream(*this, cuda_stream(stream), "at stream_synchronize");
 }
 
-std::unique_ptr<sdk::Event> Device::create_event() {
+std::unique_ptr<sdk::Event> CudaDevice::create_event() {
   auto created = std::make_unique<CudaEvent>();
   make_current();
   // Timing enabled (ABI 1.2's event_elapsed times ops for Kiln's profiler); the
@@ -83,13 +83,13 @@ std::unique_ptr<sdk::Event> Device::create_event() {
   return created;
 }
 
-void Device::destroy_event(sdk::Event& event) {
+void CudaDevice::destroy_event(sdk::Event& event) {
   if (const cudaError_t status = cudaEventDestroy(cuda_event(event).event); status != cudaSuccess) {
     fail(status, "cudaEventDestroy");
   }
 }
 
-void Device::record_event(sdk::Event& event, sdk::Stream* stream) {
+void CudaDevice::record_event(sdk::Event& event, sdk::Stream* stream) {
   CudaEvent& e = cuda_event(event);
   const cudaStream_t s = cuda_stream(stream);
   const uint64_t watermark = error_flags_->watermark();
@@ -99,7 +99,7 @@ void Device::record_event(sdk::Event& event, sdk::Stream* stream) {
 }
 
 // `event` may be another GPU's (the kit allows any device of the plugin): CUDA orders that.
-void Device::wait_event(sdk::Stream* stream, sdk::Event& event) {
+void CudaDevice::wait_event(sdk::Stream* stream, sdk::Event& event) {
   if (const cudaError_t status =
           cudaStreamWaitEvent(cuda_stream(stream), cuda_event(event).event, 0);
       status != cudaSuccess) {
@@ -107,7 +107,7 @@ void Device::wait_event(sdk::Stream* stream, sdk::Event& event) {
   }
 }
 
-double Device::elapsed_ms(sdk::Event& start, sdk::Event& end) {
+double CudaDevice::elapsed_ms(sdk::Event& start, sdk::Event& end) {
   make_current();
   float ms = 0;
   if (const cudaError_t status =
@@ -118,7 +118,7 @@ double Device::elapsed_ms(sdk::Event& start, sdk::Event& end) {
   return static_cast<double>(ms);
 }
 
-void Device::synchronize_event(sdk::Event& event) {
+void CudaDevice::synchronize_event(sdk::Event& event) {
   CudaEvent& e = cuda_event(event);
   wait_for_event(e.event, "event_synchronize");
   raise_deferred_error("at event_synchronize");

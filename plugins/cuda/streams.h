@@ -1,5 +1,5 @@
 // streams.h — the synchronization points where device-side errors are reported.
-// streams.cpp also implements Device's streams and events (kiln_stream and kiln_event
+// streams.cpp also implements CudaDevice's streams and events (kiln_stream and kiln_event
 // on top of cudaStream_t and cudaEvent_t).
 //
 // A NULL kiln_stream is the device's default stream, a non-blocking stream the plugin
@@ -13,11 +13,11 @@
 
 namespace kiln::cuda {
 
-class Device;
+class CudaDevice;
 
 /// Waits for `stream` and reports what the work on it left: a CUDA error, or a
 /// device-side error of an op (error_flags.h). `where` names the call for messages.
-void synchronize_stream(Device& device, cudaStream_t stream, const char* where);
+void synchronize_stream(CudaDevice& device, cudaStream_t stream, const char* where);
 
 }  // namespace kiln::cuda
 

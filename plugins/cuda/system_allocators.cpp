@@ -16,7 +16,7 @@ namespace {
 
 // cudaMalloc and the pools return addresses aligned to 256 bytes, which is also what
 // Kiln promises (kiln_device_properties.memory_alignment); larger alignments pad.
-constexpr size_t kSystemAlignment = Device::kAlignment;
+constexpr size_t kSystemAlignment = CudaDevice::kAlignment;
 
 // Book-keeping shared by the two pass-through allocators.
 struct Counters {
@@ -45,7 +45,7 @@ void* aligned_in(void* base, size_t alignment) {
 
 class DirectAllocator final : public Allocator {
  public:
-  explicit DirectAllocator(Device& device) : device_(device) {
+  explicit DirectAllocator(CudaDevice& device) : device_(device) {
     empty_.owner = this;
     empty_.in_use = true;
     empty_.data = device.empty_allocation();
@@ -53,7 +53,7 @@ class DirectAllocator final : public Allocator {
 
   Allocation* allocate(size_t bytes, size_t alignment, cudaStream_t) override {
     const size_t padded = padded_request(device_, name(), bytes, alignment, kSystemAlignment);
-    alignment = std::max<size_t>(alignment, Device::kAlignment);
+    alignment = std::max<size_t>(alignment, CudaDevice::kAlignment);
     std::lock_guard lock(mutex_);
     if (bytes == 0) {
       ++counters_.allocations;
@@ -128,7 +128,7 @@ class DirectAllocator final : public Allocator {
   const char* name() const noexcept override { return "direct"; }
 
  private:
-  Device& device_;
+  CudaDevice& device_;
   mutable std::mutex mutex_;
   Counters counters_;
   Allocation empty_;
@@ -138,7 +138,7 @@ class DirectAllocator final : public Allocator {
 
 class AsyncAllocator final : public Allocator {
  public:
-  explicit AsyncAllocator(Device& device) : device_(device) {
+  explicit AsyncAllocator(CudaDevice& device) : device_(device) {
     empty_.owner = this;
     empty_.in_use = true;
     empty_.data = device.empty_allocation();
@@ -159,7 +159,7 @@ class AsyncAllocator final : public Allocator {
 
   Allocation* allocate(size_t bytes, size_t alignment, cudaStream_t stream) override {
     const size_t padded = padded_request(device_, name(), bytes, alignment, kSystemAlignment);
-    alignment = std::max<size_t>(alignment, Device::kAlignment);
+    alignment = std::max<size_t>(alignment, CudaDevice::kAlignment);
     std::lock_guard lock(mutex_);
     if (bytes == 0) {
       ++counters_.allocations;
@@ -257,7 +257,7 @@ class AsyncAllocator final : public Allocator {
     last_reserved_ = reserved();
   }
 
-  Device& device_;
+  CudaDevice& device_;
   cudaMemPool_t pool_ = nullptr;
   mutable std::mutex mutex_;
   Counters counters_;
@@ -267,7 +267,7 @@ class AsyncAllocator final : public Allocator {
 
 }  // namespace
 
-std::unique_ptr<Allocator> make_allocator(AllocatorKind kind, Device& device) {
+std::unique_ptr<Allocator> make_allocator(AllocatorKind kind, CudaDevice& device) {
   switch (kind) {
     case AllocatorKind::MallocAsync:
       return std::make_unique<AsyncAllocator>(device);
@@ -290,11 +290,11 @@ Allocation* checked_allocation(kiln_buffer* buffer, const Allocator& owner) {
   return a;
 }
 
-size_t padded_request(Device& device, const char* allocator, size_t bytes, size_t alignment,
+size_t padded_request(CudaDevice& device, const char* allocator, size_t bytes, size_t alignment,
                       size_t base_alignment) {
   KILN_SDK_CHECK(alignment == 0 || std::has_single_bit(alignment), KILN_STATUS_INVALID_ARGUMENT,
                  "alignment ", alignment, " is not a power of two");
-  alignment = std::max<size_t>(alignment, Device::kAlignment);
+  alignment = std::max<size_t>(alignment, CudaDevice::kAlignment);
   const size_t extra = alignment > base_alignment ? alignment - base_alignment : 0;
   if (bytes > std::numeric_limits<size_t>::max() - extra) {
     throw_out_of_memory(device, allocator, bytes, 0, 0);
@@ -302,7 +302,7 @@ size_t padded_request(Device& device, const char* allocator, size_t bytes, size_
   return bytes + extra;
 }
 
-void throw_out_of_memory(Device& device, const char* allocator, size_t bytes, uint64_t in_use,
+void throw_out_of_memory(CudaDevice& device, const char* allocator, size_t bytes, uint64_t in_use,
                          uint64_t reserved) {
   std::string free_text;
   size_t free_bytes = 0;

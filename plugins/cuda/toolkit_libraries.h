@@ -8,7 +8,7 @@
 // function. The plugin's RUNPATH (the toolkit's folder) is searched by dlopen, as it
 // would be for a link-time dependency.
 //
-// A device's handle getters (Device::cublas_handle and the others) call
+// A device's handle getters (CudaDevice::cublas_handle and the others) call
 // require_library first, so a missing or broken library is a clear kiln error naming
 // it, at the first op that needs it, not a crash at load time. NCCL is opened by the
 // first comm_init_group, comm_id_create or comm_init_rank (collectives.cpp); the

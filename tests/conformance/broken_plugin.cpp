@@ -39,14 +39,14 @@
 namespace broken {
 
 using kiln::sdk::OpArgs;
-using kiln::sdk::Tensor;
+using kiln::sdk::TensorView;
 
 std::string mode() {
   const char* m = std::getenv("BROKEN_PLUGIN_MODE");
   return m ? m : "";
 }
 
-class BrokenDevice : public kiln::sdk::Device {
+class BrokenDevice : public kiln::sdk::BackendDevice {
  public:
   void* allocate(size_t bytes, size_t alignment, kiln::sdk::Stream*) override {
     if (bytes > (size_t{1} << 40)) return nullptr;  // a 1 TiB device
@@ -104,7 +104,8 @@ class BrokenDevice : public kiln::sdk::Device {
 
 // y[i] = a[i] op b[i] over a strided index; `contiguous_inputs` is the strides defect.
 template <class T, class Op>
-void binary_loop(const Tensor& a, const Tensor& b, const Tensor& y, bool contiguous_inputs) {
+void binary_loop(const TensorView& a, const TensorView& b, const TensorView& y,
+                 bool contiguous_inputs) {
   std::vector<int64_t> index(static_cast<size_t>(y.ndim), 0);
   const int64_t n = y.numel();
   for (int64_t i = 0; i < n; ++i) {
@@ -129,7 +130,7 @@ void binary_loop(const Tensor& a, const Tensor& b, const Tensor& y, bool contigu
 template <class Op>
 void binary(const OpArgs& args, bool contiguous_inputs) {
   args.expect_counts(2, 1);
-  const Tensor a = args.input(0), b = args.input(1), y = args.output(0);
+  const TensorView a = args.input(0), b = args.input(1), y = args.output(0);
   if (y.dtype == KILN_DTYPE_FLOAT32) return binary_loop<float, Op>(a, b, y, contiguous_inputs);
   if (y.dtype == KILN_DTYPE_FLOAT64) return binary_loop<double, Op>(a, b, y, contiguous_inputs);
   kiln::sdk::unsupported_dtype(y.dtype);

@@ -20,7 +20,7 @@ namespace kittest {
 
 bool fail_next_construction = true;  // the first construction throws
 
-class TestDevice : public kiln::sdk::Device {
+class TestDevice : public kiln::sdk::BackendDevice {
  public:
   void* allocate(size_t bytes, size_t alignment, kiln::sdk::Stream*) override {
     return std::aligned_alloc(alignment < 64 ? 64 : alignment,
@@ -31,7 +31,7 @@ class TestDevice : public kiln::sdk::Device {
             kiln::sdk::Stream*) override {
     std::memcpy(dst, src, bytes);
   }
-  void copy_peer(void* dst, kiln::sdk::Device&, const void* src, size_t bytes,
+  void copy_peer(void* dst, kiln::sdk::BackendDevice&, const void* src, size_t bytes,
                  kiln::sdk::Stream*) override {
     std::memcpy(dst, src, bytes);
   }
@@ -69,7 +69,7 @@ class CachingTestDevice : public kiln::sdk::CachingDevice {
   uint64_t live_bytes = 0;
 };
 
-class OtherDevice : public kiln::sdk::Device {
+class OtherDevice : public kiln::sdk::BackendDevice {
  public:
   void open() override { ++opens; }
   int opens = 0;
@@ -88,9 +88,9 @@ class TestBackend : public kiln::sdk::Backend {
     kiln::sdk::log(KILN_LOG_INFO, "constructed");
   }
   int32_t device_count() override { return 3; }
-  kiln::sdk::Device& device(int32_t index) override {
+  kiln::sdk::BackendDevice& device(int32_t index) override {
     if (index == 2) return third_;
-    return index == 0 ? static_cast<kiln::sdk::Device&>(first_) : second_;
+    return index == 0 ? static_cast<kiln::sdk::BackendDevice&>(first_) : second_;
   }
   std::string describe() override { return "three test devices"; }
   bool peer_copies() override { return true; }
@@ -108,7 +108,7 @@ void test_throw(const kiln::sdk::OpArgs& args) {
   if (mode == "bad_alloc") throw std::bad_alloc();
   if (mode == "runtime") throw std::runtime_error("something broke");
   if (mode == "int") throw 42;
-  // "device": the kernel finds its own Device from an operand's handle.
+  // "device": the kernel finds its own BackendDevice from an operand's handle.
   kiln::sdk::device_from_handle<TestDevice>(args.raw().outputs[0].device);
   kiln::sdk::device_from_handle<OtherDevice>(args.raw().outputs[0].device);  // throws
 }
@@ -204,7 +204,7 @@ TEST_F(PluginKit, BuffersFreedTwiceOrFromElsewhereAreRefused) {
   stats.struct_size = sizeof stats;
   ASSERT_EQ(take(api->memory_stats(device, &stats)).code, KILN_STATUS_OK);
   EXPECT_EQ(stats.bytes_in_use, 100u);
-  EXPECT_EQ(stats.bytes_reserved, 1100u) << "Device::memory_stats refines the kit's figures";
+  EXPECT_EQ(stats.bytes_reserved, 1100u) << "BackendDevice::memory_stats refines the kit's figures";
   EXPECT_EQ(take(api->deallocate(device, buffer, nullptr)).code, KILN_STATUS_OK);
   const Outcome twice = take(api->deallocate(device, buffer, nullptr));
   EXPECT_EQ(twice.code, KILN_STATUS_INVALID_ARGUMENT);
@@ -304,7 +304,7 @@ TEST_F(PluginKit, PeerCopiesAndWaitsAcrossDevices) {
   EXPECT_EQ(to, from);
   const Outcome unsupported =
       take(api->copy_peer(other, nullptr, to.data(), device, from.data(), 12));
-  EXPECT_EQ(unsupported.code, KILN_STATUS_UNSUPPORTED) << "Device::copy_peer's default";
+  EXPECT_EQ(unsupported.code, KILN_STATUS_UNSUPPORTED) << "BackendDevice::copy_peer's default";
   EXPECT_EQ(take(api->copy_peer(device, nullptr, nullptr, other, from.data(), 12)).code,
             KILN_STATUS_INVALID_ARGUMENT);
   // A stream waits for another device's event (the ABI allows it), not a dead one.
@@ -331,7 +331,8 @@ TEST_F(PluginKit, PropertiesHaveDefaultsAndRespectTheCallersSize) {
       << "describing a device does not open it";
   kiln_device* handle = nullptr;
   ASSERT_EQ(take(api->device_open(api->context, 1, &handle)).code, KILN_STATUS_OK);
-  EXPECT_EQ(dynamic_cast<kittest::OtherDevice&>(second).opens, 1) << "Device::open at device_open";
+  EXPECT_EQ(dynamic_cast<kittest::OtherDevice&>(second).opens, 1)
+      << "BackendDevice::open at device_open";
   EXPECT_STREQ(p.name, "kittest device 1");
   EXPECT_EQ(p.kind, KILN_DEVICE_KIND_ACCELERATOR);
   // An older caller whose struct ends after `kind`: nothing beyond it is written.
@@ -375,7 +376,7 @@ TEST_F(PluginKit, KernelExceptionsBecomeStatusesNamingTheOp) {
   EXPECT_NE(unknown.message.find("unknown exception"), std::string::npos) << unknown.message;
   const Outcome wrong_type = run("device");
   EXPECT_EQ(wrong_type.code, KILN_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(wrong_type.message.find("another Device type"), std::string::npos)
+  EXPECT_NE(wrong_type.message.find("another BackendDevice type"), std::string::npos)
       << wrong_type.message;
 }
 

@@ -38,7 +38,7 @@ kiln::sdk::KernelList kernel_list() {
   return list;
 }
 
-class HostDevice : public kiln::sdk::Device {
+class HostDevice : public kiln::sdk::BackendDevice {
  public:
   void* allocate(size_t bytes, size_t alignment, kiln::sdk::Stream*) override {
     alignment = alignment < 64 ? 64 : alignment;

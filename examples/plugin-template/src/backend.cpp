@@ -18,7 +18,7 @@
 
 namespace reference {
 
-class HostDevice : public kiln::sdk::Device {
+class HostDevice : public kiln::sdk::BackendDevice {
  public:
   // -- required: memory and copies ------------------------------------------------
 

@@ -16,13 +16,13 @@
 namespace reference {
 
 using kiln::sdk::OpArgs;
-using kiln::sdk::Tensor;
+using kiln::sdk::TensorView;
 
 namespace {
 
 // The element offset of multi-index `index` in `t` (strides are in elements and may
 // be 0 or negative).
-int64_t offset_of(const Tensor& t, const std::vector<int64_t>& index) {
+int64_t offset_of(const TensorView& t, const std::vector<int64_t>& index) {
   int64_t offset = 0;
   for (int32_t d = 0; d < t.ndim; ++d) offset += index[static_cast<size_t>(d)] * t.strides[d];
   return offset;
@@ -30,7 +30,7 @@ int64_t offset_of(const Tensor& t, const std::vector<int64_t>& index) {
 
 // Calls fn(index) for every multi-index of `shape` in row-major order.
 template <class Fn>
-void for_each_index(const Tensor& shape, Fn&& fn) {
+void for_each_index(const TensorView& shape, Fn&& fn) {
   const int64_t n = shape.numel();
   std::vector<int64_t> index(static_cast<size_t>(shape.ndim), 0);
   for (int64_t i = 0; i < n; ++i) {
@@ -44,7 +44,7 @@ void for_each_index(const Tensor& shape, Fn&& fn) {
 
 // Runs body<float> or body<double> for the dtype of `t`.
 template <template <class> class Body, class... Args>
-void for_float_dtype(const Tensor& t, Args&&... args) {
+void for_float_dtype(const TensorView& t, Args&&... args) {
   if (t.dtype == KILN_DTYPE_FLOAT32) return Body<float>::run(args...);
   if (t.dtype == KILN_DTYPE_FLOAT64) return Body<double>::run(args...);
   kiln::sdk::unsupported_dtype(t.dtype);
@@ -62,7 +62,7 @@ int32_t float32_or_float64(void*, const kiln_op_args* args) {
 
 template <class T>
 struct Fill {
-  static void run(const Tensor& y, double value) {
+  static void run(const TensorView& y, double value) {
     for_each_index(y, [&](const std::vector<int64_t>& i) {
       y.ptr<T>()[offset_of(y, i)] = static_cast<T>(value);
     });
@@ -71,7 +71,7 @@ struct Fill {
 
 void fill(const OpArgs& args) {
   args.expect_counts(0, 1);
-  const Tensor y = args.output(0);
+  const TensorView y = args.output(0);
   for_float_dtype<Fill>(y, y, args.attr_float("value"));
 }
 
@@ -94,7 +94,7 @@ template <class Op>
 struct Binary {
   template <class T>
   struct Body {
-    static void run(const Tensor& a, const Tensor& b, const Tensor& y) {
+    static void run(const TensorView& a, const TensorView& b, const TensorView& y) {
       // `y` may be the same view as `a` (in-place ops): each element is read before
       // it is written, so this loop is safe for that.
       for_each_index(y, [&](const std::vector<int64_t>& i) {
@@ -108,7 +108,7 @@ struct Binary {
 template <class Op>
 void binary(const OpArgs& args) {
   args.expect_counts(2, 1);
-  const Tensor a = args.input(0), b = args.input(1), y = args.output(0);
+  const TensorView a = args.input(0), b = args.input(1), y = args.output(0);
   kiln::sdk::expect_same_shape(a, y, "a");
   kiln::sdk::expect_same_shape(b, y, "b");
   kiln::sdk::expect_dtype(a, y.dtype, "a");
@@ -120,7 +120,7 @@ void binary(const OpArgs& args) {
 
 template <class T>
 struct Relu {
-  static void run(const Tensor& x, const Tensor& y) {
+  static void run(const TensorView& x, const TensorView& y) {
     for_each_index(y, [&](const std::vector<int64_t>& i) {
       const T v = x.ptr<T>()[offset_of(x, i)];
       y.ptr<T>()[offset_of(y, i)] = v < T(0) ? T(0) : v;  // NaN < 0 is false: stays NaN
@@ -130,7 +130,7 @@ struct Relu {
 
 void relu(const OpArgs& args) {
   args.expect_counts(1, 1);
-  const Tensor x = args.input(0), y = args.output(0);
+  const TensorView x = args.input(0), y = args.output(0);
   kiln::sdk::expect_same_shape(x, y, "x");
   kiln::sdk::expect_dtype(x, y.dtype, "x");
   for_float_dtype<Relu>(y, x, y);
@@ -142,7 +142,7 @@ void relu(const OpArgs& args) {
 
 template <class T>
 struct Sum {
-  static void run(const Tensor& x, const Tensor& y) {
+  static void run(const TensorView& x, const TensorView& y) {
     std::vector<double> total(static_cast<size_t>(y.numel()), 0.0);
     for_each_index(x, [&](const std::vector<int64_t>& i) {
       int64_t out = 0;  // row-major position in y: reduced dims contribute 0
@@ -156,7 +156,7 @@ struct Sum {
 
 void sum(const OpArgs& args) {
   args.expect_counts(1, 1);
-  const Tensor x = args.input(0), y = args.output(0);
+  const TensorView x = args.input(0), y = args.output(0);
   KILN_SDK_CHECK_ARG(x.ndim == y.ndim, "y has rank ", y.ndim, ", x has rank ", x.ndim);
   for (int32_t d = 0; d < x.ndim; ++d)
     KILN_SDK_CHECK_ARG(y.shape[d] == x.shape[d] || y.shape[d] == 1, "y's dim ", d, " is ",

@@ -5,7 +5,7 @@
 // never run (an object library): several expect devices or files a test machine lacks.
 #include <kiln/base/table_entries.h>
 #include <kiln/sdk/catalogue.h>
-#include <kiln/sdk/dtype_dispatch.h>
+#include <kiln/sdk/dtype_visit.h>
 #include <kiln/sdk/half.h>
 #include <kiln/sdk/kernel_table.h>
 #include <kiln/sdk/op_schemas.h>
@@ -25,16 +25,16 @@ const kiln::sdk::KernelEntry entries[] = {
 };
 }  // namespace sdk_catalogue_1
 
-// kiln/sdk/dtype_dispatch.h
-namespace sdk_dtype_dispatch_1 {
+// kiln/sdk/dtype_visit.h
+namespace sdk_dtype_visit_1 {
 void example(kiln_dtype dtype) {
-  bool handled = kiln::sdk::dispatch<kiln::sdk::FloatTypes, kiln::sdk::IntTypes>(
+  bool handled = kiln::sdk::visit_dtype<kiln::sdk::FloatTypes, kiln::sdk::IntTypes>(
       dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         (void)sizeof(T);  // ... the kernel for T ...
       });  // false: dtype not in the set
 }
-}  // namespace sdk_dtype_dispatch_1
+}  // namespace sdk_dtype_visit_1
 
 // kiln/sdk/half.h
 namespace sdk_half_1 {
@@ -74,7 +74,7 @@ void example(uint64_t seed, uint64_t offset, int64_t i, float low, float high, f
 
 // kiln/sdk/plugin.h
 namespace sdk_plugin_2 {
-struct MyDevice : kiln::sdk::Device {};
+struct MyDevice : kiln::sdk::BackendDevice {};
 void example(const kiln::sdk::OpArgs& args) {
   auto& device = kiln::sdk::device_from_handle<MyDevice>(args.raw().outputs[0].device);
 }
@@ -119,7 +119,7 @@ namespace sdk_op_schemas_1 {
 class AcmeBackend : public kiln::sdk::Backend {
  public:
   int32_t device_count() override { return 0; }
-  kiln::sdk::Device& device(int32_t) override { throw std::runtime_error("no devices"); }
+  kiln::sdk::BackendDevice& device(int32_t) override { throw std::runtime_error("no devices"); }
   const void* extension(const char* name) override;
 };
 const void* AcmeBackend::extension(const char* name) {  // overrides Backend's

@@ -10,7 +10,7 @@ namespace acme {
 class Backend : public kiln::sdk::Backend {
  public:
   int32_t device_count() override { return 0; }
-  kiln::sdk::Device& device(int32_t) override { throw std::runtime_error("no devices"); }
+  kiln::sdk::BackendDevice& device(int32_t) override { throw std::runtime_error("no devices"); }
 };
 }  // namespace acme
 KILN_SDK_PLUGIN(acme::Backend, "acme", "1.2.0")

@@ -9,7 +9,7 @@
 
 #include <kiln/sdk/plugin.h>
 
-class HostDevice : public kiln::sdk::Device {
+class HostDevice : public kiln::sdk::BackendDevice {
  public:
   void* allocate(size_t bytes, size_t alignment, kiln::sdk::Stream*) override {
     return std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment

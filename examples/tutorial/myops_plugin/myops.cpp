@@ -18,7 +18,7 @@ namespace {
 // say: the frontend makes strided operands contiguous first). Above beta * x = 30 it
 // returns x, which is within exp(-30)/beta (about 1e-13/beta) of the exact value.
 template <class T>
-void softplus_loop(const kiln::sdk::Tensor& x, const kiln::sdk::Tensor& y, double beta) {
+void softplus_loop(const kiln::sdk::TensorView& x, const kiln::sdk::TensorView& y, double beta) {
   const T* in = x.ptr<T>();
   T* out = y.ptr<T>();
   for (int64_t i = 0, n = x.numel(); i < n; ++i) {
@@ -29,7 +29,7 @@ void softplus_loop(const kiln::sdk::Tensor& x, const kiln::sdk::Tensor& y, doubl
 
 void softplus(const kiln::sdk::OpArgs& args) {
   args.expect_counts(1, 1);
-  const kiln::sdk::Tensor x = args.input(0), y = args.output(0);
+  const kiln::sdk::TensorView x = args.input(0), y = args.output(0);
   kiln::sdk::expect_same_shape(x, y, "output");
   kiln::sdk::expect_dtype(y, static_cast<kiln_dtype>(x.dtype), "output");
   const double beta = args.attr_float("beta");
@@ -40,8 +40,8 @@ void softplus(const kiln::sdk::OpArgs& args) {
 
 // dx = dy * sigmoid(beta * x), the gradient of softplus with respect to x.
 template <class T>
-void softplus_backward_loop(const kiln::sdk::Tensor& x, const kiln::sdk::Tensor& dy,
-                            const kiln::sdk::Tensor& dx, double beta) {
+void softplus_backward_loop(const kiln::sdk::TensorView& x, const kiln::sdk::TensorView& dy,
+                            const kiln::sdk::TensorView& dx, double beta) {
   const T* in = x.ptr<T>();
   const T* grad = dy.ptr<T>();
   T* out = dx.ptr<T>();
@@ -53,7 +53,7 @@ void softplus_backward_loop(const kiln::sdk::Tensor& x, const kiln::sdk::Tensor&
 
 void softplus_backward(const kiln::sdk::OpArgs& args) {
   args.expect_counts(2, 1);
-  const kiln::sdk::Tensor x = args.input(0), dy = args.input(1), dx = args.output(0);
+  const kiln::sdk::TensorView x = args.input(0), dy = args.input(1), dx = args.output(0);
   kiln::sdk::expect_same_shape(x, dy, "input 1");
   kiln::sdk::expect_same_shape(x, dx, "output");
   const double beta = args.attr_float("beta");
@@ -88,7 +88,7 @@ int32_t float32_or_float64(void*, const kiln_op_args* args) {
   return dtype == KILN_DTYPE_FLOAT32 || dtype == KILN_DTYPE_FLOAT64;
 }
 
-class HostDevice : public kiln::sdk::Device {
+class HostDevice : public kiln::sdk::BackendDevice {
  public:
   void* allocate(size_t bytes, size_t alignment, kiln::sdk::Stream*) override {
     alignment = alignment < 64 ? 64 : alignment;

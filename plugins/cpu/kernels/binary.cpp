@@ -17,7 +17,7 @@ template <class Op, uint32_t Dtypes>
 void arithmetic_impl(const OpArgs& args) {
   const BinaryOperands o(args);
   expect_dtype(o.y, o.a.dtype, "y");
-  if (!sdk::dispatch_in<Dtypes>(o.a.dtype, [&](auto tag) {
+  if (!sdk::visit_dtype_in<Dtypes>(o.a.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         run_loop(o.plan, BinaryLoop<T, T, Op>{});
       })) {

@@ -10,22 +10,22 @@ namespace kiln::cpu {
 /// one dtype, and the loop plan over (y, a, b). Built in place: the plan is large
 /// enough that copying it would show up in the cost of a 1-element op.
 struct BinaryOperands {
-  Tensor a, b, y;
+  TensorView a, b, y;
   LoopPlan<3> plan;
 
   explicit BinaryOperands(const OpArgs& args)
       : a(first_input(args)), b(args.input(1)), y(args.output(0)), plan(checked_plan(a, b, y)) {}
 
  private:
-  static Tensor first_input(const OpArgs& args) {
+  static TensorView first_input(const OpArgs& args) {
     args.expect_counts(2, 1);
     return args.input(0);
   }
-  static LoopPlan<3> checked_plan(const Tensor& a, const Tensor& b, const Tensor& y) {
+  static LoopPlan<3> checked_plan(const TensorView& a, const TensorView& b, const TensorView& y) {
     expect_same_shape(a, y, "a");
     expect_same_shape(b, y, "b");
     expect_dtype(b, a.dtype, "b");
-    const Tensor* ops[3] = {&y, &a, &b};
+    const TensorView* ops[3] = {&y, &a, &b};
     return make_loop_plan(ops);
   }
 };

@@ -19,7 +19,7 @@ template <class Op>
 void predicate_impl(const OpArgs& args) {
   const BinaryOperands o(args);
   expect_dtype(o.y, KILN_DTYPE_BOOL, "y");
-  dispatch<AllTypes>(o.a.dtype, [&](auto tag) {
+  visit_dtype<AllTypes>(o.a.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     run_loop(o.plan, BinaryLoop<bool, T, Op>{});
   });
@@ -52,11 +52,11 @@ struct WhereLoop {
 
 void where_impl(const OpArgs& args) {
   const sdk::WhereOperands o = sdk::where_operands(args);
-  const Tensor& y = o.y;
-  const Tensor* ops[4] = {&o.y, &o.condition, &o.a, &o.b};
+  const TensorView& y = o.y;
+  const TensorView* ops[4] = {&o.y, &o.condition, &o.a, &o.b};
   const LoopPlan<4> plan = make_loop_plan(ops);
-  dispatch_by_size(y.itemsize,
-                   [&](auto tag) { run_loop(plan, WhereLoop<typename decltype(tag)::type>{}); });
+  visit_by_size(y.itemsize,
+                [&](auto tag) { run_loop(plan, WhereLoop<typename decltype(tag)::type>{}); });
 }
 
 }  // namespace

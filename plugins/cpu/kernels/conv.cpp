@@ -42,7 +42,8 @@ constexpr int64_t kPartialBudget = int64_t{1} << 22;
 using sdk::ConvGeometry;
 
 // The shared checks (kiln/sdk/conv.h) and OpenBLAS's int dimensions.
-ConvGeometry geometry(const OpArgs& args, const Tensor& x, const Tensor& w, const Tensor& y) {
+ConvGeometry geometry(const OpArgs& args, const TensorView& x, const TensorView& w,
+                      const TensorView& y) {
   const ConvGeometry g = sdk::conv_geometry(args, x, w, y);
   check_blas_dims({g.og, g.plane_out(), g.k(), g.plane_in()});
   return g;
@@ -351,12 +352,12 @@ using ConvTypes = TypeList<float, double>;
 
 void conv2d_impl(const OpArgs& args) {
   args.expect_counts(3, 1);
-  const Tensor x = args.input(0), w = args.input(1), bias = args.input(2), y = args.output(0);
+  const TensorView x = args.input(0), w = args.input(1), bias = args.input(2), y = args.output(0);
   const ConvGeometry g = geometry(args, x, w, y);
   expect_shape(bias, {g.o}, "bias");
-  for (const Tensor* t : {&w, &bias, &y}) expect_dtype(*t, x.dtype, "operand");
+  for (const TensorView* t : {&w, &bias, &y}) expect_dtype(*t, x.dtype, "operand");
   if (y.numel() == 0) return;
-  if (!dispatch<ConvTypes>(x.dtype, [&](auto tag) {
+  if (!visit_dtype<ConvTypes>(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         conv2d_typed<T>(g, x.ptr<const T>(), w.ptr<const T>(), bias.ptr<const T>(), y.ptr<T>());
       })) {
@@ -366,11 +367,11 @@ void conv2d_impl(const OpArgs& args) {
 
 void conv2d_backward_input_impl(const OpArgs& args) {
   args.expect_counts(2, 1);
-  const Tensor grad_y = args.input(0), w = args.input(1), grad_x = args.output(0);
+  const TensorView grad_y = args.input(0), w = args.input(1), grad_x = args.output(0);
   const ConvGeometry g = geometry(args, grad_x, w, grad_y);
-  for (const Tensor* t : {&w, &grad_x}) expect_dtype(*t, grad_y.dtype, "operand");
+  for (const TensorView* t : {&w, &grad_x}) expect_dtype(*t, grad_y.dtype, "operand");
   if (grad_x.numel() == 0) return;
-  if (!dispatch<ConvTypes>(grad_y.dtype, [&](auto tag) {
+  if (!visit_dtype<ConvTypes>(grad_y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         conv2d_backward_input_typed<T>(g, grad_y.ptr<const T>(), w.ptr<const T>(), grad_x.ptr<T>());
       })) {
@@ -380,11 +381,11 @@ void conv2d_backward_input_impl(const OpArgs& args) {
 
 void conv2d_backward_weight_impl(const OpArgs& args) {
   args.expect_counts(2, 1);
-  const Tensor grad_y = args.input(0), x = args.input(1), grad_w = args.output(0);
+  const TensorView grad_y = args.input(0), x = args.input(1), grad_w = args.output(0);
   const ConvGeometry g = geometry(args, x, grad_w, grad_y);
-  for (const Tensor* t : {&x, &grad_w}) expect_dtype(*t, grad_y.dtype, "operand");
+  for (const TensorView* t : {&x, &grad_w}) expect_dtype(*t, grad_y.dtype, "operand");
   if (grad_w.numel() == 0) return;
-  if (!dispatch<ConvTypes>(grad_y.dtype, [&](auto tag) {
+  if (!visit_dtype<ConvTypes>(grad_y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         conv2d_backward_weight_typed<T>(g, grad_y.ptr<const T>(), x.ptr<const T>(),
                                         grad_w.ptr<T>());

@@ -105,27 +105,27 @@ bool try_tiled_copy(const LoopPlan<2>& p) {
 
 void copy_impl(const OpArgs& args) {
   args.expect_counts(1, 1);
-  const Tensor x = args.input(0);
-  const Tensor y = args.output(0);
+  const TensorView x = args.input(0);
+  const TensorView y = args.output(0);
   expect_same_shape(x, y, "x");
   copy_tensor(y, x);
 }
 
 }  // namespace
 
-void copy_tensor(const Tensor& y, const Tensor& x) {
-  const Tensor* ops[2] = {&y, &x};
+void copy_tensor(const TensorView& y, const TensorView& x) {
+  const TensorView* ops[2] = {&y, &x};
   const LoopPlan<2> plan = make_loop_plan(ops);
   if (x.dtype == y.dtype) {
-    dispatch_by_size(x.itemsize, [&](auto tag) {
+    visit_by_size(x.itemsize, [&](auto tag) {
       using Bits = typename decltype(tag)::type;
       if (!try_tiled_copy<Bits, Bits>(plan)) run_loop(plan, MoveLoop<Bits>{});
     });
     return;
   }
-  dispatch<AllTypes>(y.dtype, [&](auto out_tag) {
+  visit_dtype<AllTypes>(y.dtype, [&](auto out_tag) {
     using Out = typename decltype(out_tag)::type;
-    dispatch<AllTypes>(x.dtype, [&](auto in_tag) {
+    visit_dtype<AllTypes>(x.dtype, [&](auto in_tag) {
       using In = typename decltype(in_tag)::type;
       if constexpr (!std::is_same_v<Out, In>) {
         if (!try_tiled_copy<Out, In>(plan)) run_loop(plan, ConvertLoop<Out, In>{});
@@ -152,10 +152,10 @@ struct FillLoop {
 void fill_impl(const OpArgs& args) {
   args.expect_counts(0, 1);
   const double value = sdk::attrs::fill::read(args).value;
-  const Tensor y = args.output(0);
-  const Tensor* ops[1] = {&y};
+  const TensorView y = args.output(0);
+  const TensorView* ops[1] = {&y};
   const LoopPlan<1> plan = make_loop_plan(ops);
-  dispatch<AllTypes>(y.dtype, [&](auto tag) {
+  visit_dtype<AllTypes>(y.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T typed = convert<T>(value);
     bits_t<sizeof(T)> bits;

@@ -15,7 +15,7 @@ constexpr int64_t kGenerateGrain = 16384;
 
 // Writes y[i] = value_at(i) for the 1-D output `y` (any stride), in parallel.
 template <class T, class ValueAt>
-void generate_1d(const Tensor& y, const ValueAt& value_at) {
+void generate_1d(const TensorView& y, const ValueAt& value_at) {
   const int64_t n = y.numel();
   const int64_t stride = y.ndim == 0 ? 1 : y.strides[0];
   T* out = y.ptr<T>();
@@ -28,8 +28,8 @@ using ArangeTypes = TypeList<float, double, float16, bfloat16, int32_t, int64_t,
 
 // The values: kiln/sdk/creation.h.
 template <class Types, class Gen>
-void generate_impl(const Tensor& y, const Gen& gen) {
-  if (!dispatch<Types>(y.dtype, [&](auto tag) {
+void generate_impl(const TensorView& y, const Gen& gen) {
+  if (!visit_dtype<Types>(y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         generate_1d<T>(y, [=](int64_t i) { return convert<T>(gen(i)); });
       })) {
@@ -38,12 +38,12 @@ void generate_impl(const Tensor& y, const Gen& gen) {
 }
 
 void arange_impl(const OpArgs& args) {
-  const Tensor y = sdk::creation_output(args);
+  const TensorView y = sdk::creation_output(args);
   generate_impl<ArangeTypes>(y, sdk::arange(args));
 }
 
 void linspace_impl(const OpArgs& args) {
-  const Tensor y = sdk::creation_output(args);
+  const TensorView y = sdk::creation_output(args);
   generate_impl<FloatTypes>(y, sdk::linspace(args, y.shape[0]));
 }
 

@@ -1,5 +1,5 @@
-// kernels/dtype.h — the CPU kernels' dtype types and dispatch (the SDK's, shared with
-// every plugin: kiln/sdk/dtype_dispatch.h), and kiln.copy's value conversion as the
+// kernels/dtype.h — the CPU kernels' dtype types and dtype switch (the SDK's, shared with
+// every plugin: kiln/sdk/dtype_visit.h), and kiln.copy's value conversion as the
 // CPU computes it (saturating float→int).
 #ifndef KILN_CPU_KERNELS_DTYPE_H
 #define KILN_CPU_KERNELS_DTYPE_H
@@ -10,7 +10,7 @@
 #include <type_traits>
 
 #include "kiln/c_api.h"
-#include "kiln/sdk/dtype_dispatch.h"
+#include "kiln/sdk/dtype_visit.h"
 #include "kiln/sdk/half.h"
 
 namespace kiln::cpu {
@@ -18,7 +18,7 @@ namespace kiln::cpu {
 using sdk::bfloat16;
 using sdk::float16;
 
-// Dtype types and dispatch: the SDK's (kiln/sdk/dtype_dispatch.h).
+// Dtype types and visit_dtype: the SDK's (kiln/sdk/dtype_visit.h).
 using namespace sdk::dtypes;
 
 /// Converts one value between storage types with kiln.copy's rules: float→int

@@ -45,7 +45,7 @@ struct LoopPlan : sdk::LoopPlan<N> {
 /// Builds the plan for operands `ops[0..N)` (ops[0] is the output; all share its
 /// shape — callers check that first).
 template <int N>
-LoopPlan<N> make_loop_plan(const Tensor* const (&ops)[N]) {
+LoopPlan<N> make_loop_plan(const TensorView* const (&ops)[N]) {
   LoopPlan<N> p;
   sdk::plan_loop(ops, p);
   if (p.numel == 0) return p;
@@ -160,7 +160,7 @@ struct BinaryLoop {
 };
 
 /// y = x converted to y's dtype, any strides: kiln.copy's loop (copy.cpp).
-void copy_tensor(const Tensor& y, const Tensor& x);
+void copy_tensor(const TensorView& y, const TensorView& x);
 
 }  // namespace kiln::cpu
 

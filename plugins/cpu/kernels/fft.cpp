@@ -199,7 +199,7 @@ struct View {
   std::vector<int64_t> shape, strides;
 };
 
-View view_of(const Tensor& t) {
+View view_of(const TensorView& t) {
   return {std::vector<int64_t>(t.shape, t.shape + t.ndim),
           std::vector<int64_t>(t.strides, t.strides + t.ndim)};
 }
@@ -298,7 +298,7 @@ size_t first_signal_dim(int64_t signal_ndim, int32_t rank, const char* op) {
 }
 
 template <class T>
-void c2c(const Tensor& x, const Tensor& y, size_t first, bool inverse, int64_t norm) {
+void c2c(const TensorView& x, const TensorView& y, size_t first, bool inverse, int64_t norm) {
   const View xv = view_of(x), yv = contiguous_view(xv.shape);
   const auto* in = x.ptr<const cpx<T>>();
   auto* out = y.ptr<cpx<T>>();
@@ -315,7 +315,7 @@ void c2c(const Tensor& x, const Tensor& y, size_t first, bool inverse, int64_t n
 }
 
 template <class T>
-void r2c(const Tensor& x, const Tensor& y, size_t first, int64_t norm) {
+void r2c(const TensorView& x, const TensorView& y, size_t first, int64_t norm) {
   const View xv = view_of(x);
   const size_t last = xv.shape.size() - 1;
   const int64_t n = xv.shape[last], kept = n / 2 + 1;
@@ -364,7 +364,7 @@ void r2c(const Tensor& x, const Tensor& y, size_t first, int64_t norm) {
 }
 
 template <class T>
-void c2r(const Tensor& x, const Tensor& y, size_t first, int64_t n, int64_t norm) {
+void c2r(const TensorView& x, const TensorView& y, size_t first, int64_t n, int64_t norm) {
   View xv = view_of(x);
   const size_t last = xv.shape.size() - 1;
   const int64_t half = n / 2 + 1;
@@ -411,7 +411,7 @@ void c2r(const Tensor& x, const Tensor& y, size_t first, int64_t n, int64_t norm
   scale(out, y.numel(), norm_factor(norm, points));
 }
 
-void expect_shape_except_last(const Tensor& y, const Tensor& x, int64_t last_size) {
+void expect_shape_except_last(const TensorView& y, const TensorView& x, int64_t last_size) {
   bool same = y.ndim == x.ndim && y.shape[y.ndim - 1] == last_size;
   for (int32_t d = 0; same && d + 1 < x.ndim; ++d) same = y.shape[d] == x.shape[d];
   KILN_SDK_CHECK_ARG(same, "y has shape ", shape_string(y), ", expected x's shape ",
@@ -420,7 +420,7 @@ void expect_shape_except_last(const Tensor& y, const Tensor& x, int64_t last_siz
 
 void fft_c2c_impl(const OpArgs& args) {
   args.expect_counts(1, 1);
-  const Tensor x = args.input(0), y = args.output(0);
+  const TensorView x = args.input(0), y = args.output(0);
   const auto a = sdk::attrs::fft_c2c::read(args);
   const size_t first = first_signal_dim(a.signal_ndim, x.ndim, "kiln.fft_c2c");
   expect_same_shape(y, x, "y");
@@ -437,7 +437,7 @@ void fft_c2c_impl(const OpArgs& args) {
 
 void fft_r2c_impl(const OpArgs& args) {
   args.expect_counts(1, 1);
-  const Tensor x = args.input(0), y = args.output(0);
+  const TensorView x = args.input(0), y = args.output(0);
   const auto a = sdk::attrs::fft_r2c::read(args);
   const size_t first = first_signal_dim(a.signal_ndim, x.ndim, "kiln.fft_r2c");
   const int64_t n = x.shape[x.ndim - 1];
@@ -456,7 +456,7 @@ void fft_r2c_impl(const OpArgs& args) {
 
 void fft_c2r_impl(const OpArgs& args) {
   args.expect_counts(1, 1);
-  const Tensor x = args.input(0), y = args.output(0);
+  const TensorView x = args.input(0), y = args.output(0);
   const auto a = sdk::attrs::fft_c2r::read(args);
   const size_t first = first_signal_dim(a.signal_ndim, x.ndim, "kiln.fft_c2r");
   const int64_t n = a.last_dim_size;

@@ -40,11 +40,11 @@ struct GatherLoop {
 };
 
 // Runs the gather loop for y with index/x views already shaped like y.
-void gather_loop(const Tensor& y, const Tensor& index_view, const Tensor& x_view,
+void gather_loop(const TensorView& y, const TensorView& index_view, const TensorView& x_view,
                  int64_t dim_stride) {
-  const Tensor* ops[3] = {&y, &index_view, &x_view};
+  const TensorView* ops[3] = {&y, &index_view, &x_view};
   const LoopPlan<3> plan = make_loop_plan(ops);
-  dispatch_by_size(y.itemsize, [&](auto tag) {
+  visit_by_size(y.itemsize, [&](auto tag) {
     run_loop(plan, GatherLoop<typename decltype(tag)::type>{dim_stride});
   });
 }
@@ -75,8 +75,8 @@ struct IndexCheckLoop {
 };
 }  // namespace
 
-void check_indices(const Tensor& index, int64_t bound, int64_t dim) {
-  const Tensor* ops[1] = {&index};
+void check_indices(const TensorView& index, int64_t bound, int64_t dim) {
+  const TensorView* ops[1] = {&index};
   const LoopPlan<1> plan = make_loop_plan(ops);
   std::atomic<bool> bad{false};
   run_loop(plan, IndexCheckLoop{static_cast<uint64_t>(bound), &bad});

@@ -21,17 +21,17 @@ void check_targets(const int64_t* target, int64_t n, int64_t classes, int64_t ig
 void nll_loss_impl(const OpArgs& args) {
   args.expect_counts(2, 1);
   const int64_t ignore_index = sdk::attrs::nll_loss::read(args).ignore_index;
-  const Tensor logp = args.input(0), target = args.input(1), loss = args.output(0);
+  const TensorView logp = args.input(0), target = args.input(1), loss = args.output(0);
   KILN_SDK_CHECK_ARG(logp.ndim == 2, "logp must be [N, C], got ", shape_string(logp));
   const int64_t n = logp.shape[0], classes = logp.shape[1];
   expect_shape(target, {n}, "target");
   expect_shape(loss, {n}, "loss");
   expect_dtype(target, KILN_DTYPE_INT64, "target");
   expect_dtype(loss, logp.dtype, "loss");
-  for (const Tensor* t : {&logp, &target, &loss}) expect_contiguous(*t, "operand");
+  for (const TensorView* t : {&logp, &target, &loss}) expect_contiguous(*t, "operand");
   const int64_t* tgt = target.ptr<const int64_t>();
   check_targets(tgt, n, classes, ignore_index);
-  if (!dispatch<FloatTypes>(logp.dtype, [&](auto tag) {
+  if (!visit_dtype<FloatTypes>(logp.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* lp = logp.ptr<const T>();
         T* out = loss.ptr<T>();
@@ -46,7 +46,7 @@ void nll_loss_impl(const OpArgs& args) {
 void nll_loss_backward_impl(const OpArgs& args) {
   args.expect_counts(2, 1);
   const int64_t ignore_index = sdk::attrs::nll_loss_backward::read(args).ignore_index;
-  const Tensor grad_loss = args.input(0), target = args.input(1), grad_logp = args.output(0);
+  const TensorView grad_loss = args.input(0), target = args.input(1), grad_logp = args.output(0);
   KILN_SDK_CHECK_ARG(grad_logp.ndim == 2, "grad_logp must be [N, C], got ",
                      shape_string(grad_logp));
   const int64_t n = grad_logp.shape[0], classes = grad_logp.shape[1];
@@ -54,10 +54,10 @@ void nll_loss_backward_impl(const OpArgs& args) {
   expect_shape(target, {n}, "target");
   expect_dtype(target, KILN_DTYPE_INT64, "target");
   expect_dtype(grad_loss, grad_logp.dtype, "grad_loss");
-  for (const Tensor* t : {&grad_logp, &target, &grad_loss}) expect_contiguous(*t, "operand");
+  for (const TensorView* t : {&grad_logp, &target, &grad_loss}) expect_contiguous(*t, "operand");
   const int64_t* tgt = target.ptr<const int64_t>();
   check_targets(tgt, n, classes, ignore_index);
-  if (!dispatch<FloatTypes>(grad_logp.dtype, [&](auto tag) {
+  if (!visit_dtype<FloatTypes>(grad_logp.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* g = grad_loss.ptr<const T>();
         T* out = grad_logp.ptr<T>();

@@ -71,7 +71,8 @@ const Compute* blas_operand(const T* data, int64_t rows, int64_t cols, int64_t r
 }
 
 template <class T>
-void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& y, const MatmulShape& s) {
+void matmul_typed(const TensorView& a, const TensorView& b, const TensorView& y,
+                  const MatmulShape& s) {
   // float64 multiplies in float64; everything else in float32.
   using Compute = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const int nd = a.ndim;
@@ -123,7 +124,7 @@ void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& y, const Matmu
 
 void matmul_impl(const OpArgs& args) {
   const sdk::Matmul o = sdk::matmul_operands(args);
-  const Tensor &a = o.a, &b = o.b, &y = o.y;
+  const TensorView &a = o.a, &b = o.b, &y = o.y;
   const MatmulShape& s = o.shape;
   KILN_SDK_CHECK(s.m <= INT_MAX && s.n <= INT_MAX && s.k <= INT_MAX, KILN_STATUS_UNSUPPORTED,
                  "matrix dims above INT_MAX (", s.m, ", ", s.n, ", ", s.k, ")");
@@ -132,7 +133,7 @@ void matmul_impl(const OpArgs& args) {
     std::memset(y.data, 0, static_cast<size_t>(s.batch * s.m * s.n) * y.itemsize);
     return;
   }
-  if (!dispatch<FloatTypes>(
+  if (!visit_dtype<FloatTypes>(
           a.dtype, [&](auto tag) { matmul_typed<typename decltype(tag)::type>(a, b, y, s); })) {
     unsupported_dtype(a.dtype);
   }

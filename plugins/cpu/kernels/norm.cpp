@@ -25,8 +25,8 @@ namespace {
 using NormTypes = TypeList<float, double>;
 
 template <class F>
-void dispatch_norm(kiln_dtype dtype, F&& fn) {
-  if (!dispatch<NormTypes>(dtype, fn)) unsupported_dtype(dtype);
+void visit_norm(kiln_dtype dtype, F&& fn) {
+  if (!visit_dtype<NormTypes>(dtype, fn)) unsupported_dtype(dtype);
 }
 
 using sdk::ChannelLayout;
@@ -158,11 +158,11 @@ void for_each_channel(const ChannelLayout& l, const Fn& fn) {
 
 void batch_norm_impl(const OpArgs& args) {
   const sdk::BatchNorm o = sdk::batch_norm_operands(args);
-  const Tensor &x = o.x, &weight = o.weight, &bias = o.bias, &y = o.y, &mean = o.mean,
-               &invstd = o.invstd, &running_mean = o.running_mean, &running_var = o.running_var;
+  const TensorView &x = o.x, &weight = o.weight, &bias = o.bias, &y = o.y, &mean = o.mean,
+                   &invstd = o.invstd, &running_mean = o.running_mean, &running_var = o.running_var;
   const double momentum = o.momentum, eps = o.eps;
   const ChannelLayout& l = o.layout;
-  dispatch_norm(x.dtype, [&](auto tag) {
+  visit_norm(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* in = x.ptr<const T>();
     T* out = y.ptr<T>();
@@ -199,10 +199,11 @@ void batch_norm_impl(const OpArgs& args) {
 
 void batch_norm_backward_impl(const OpArgs& args) {
   const sdk::BatchNormBackward o = sdk::batch_norm_backward_operands(args);
-  const Tensor &grad_y = o.grad_y, &x = o.x, &weight = o.weight, &mean = o.mean, &invstd = o.invstd,
-               &grad_x = o.grad_x, &grad_weight = o.grad_weight, &grad_bias = o.grad_bias;
+  const TensorView &grad_y = o.grad_y, &x = o.x, &weight = o.weight, &mean = o.mean,
+                   &invstd = o.invstd, &grad_x = o.grad_x, &grad_weight = o.grad_weight,
+                   &grad_bias = o.grad_bias;
   const ChannelLayout& l = o.layout;
-  dispatch_norm(x.dtype, [&](auto tag) {
+  visit_norm(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     for_each_channel(l, [&](int64_t ch) {
       const double mu = static_cast<double>(mean.ptr<const T>()[ch]);
@@ -242,11 +243,11 @@ void for_each_row(const RowLayout& l, const Fn& fn) {
 
 void layer_norm_impl(const OpArgs& args) {
   const sdk::LayerNorm o = sdk::layer_norm_operands(args);
-  const Tensor &x = o.x, &weight = o.weight, &bias = o.bias, &y = o.y, &mean = o.mean,
-               &invstd = o.invstd;
+  const TensorView &x = o.x, &weight = o.weight, &bias = o.bias, &y = o.y, &mean = o.mean,
+                   &invstd = o.invstd;
   const double eps = o.eps;
   const RowLayout& l = o.layout;
-  dispatch_norm(x.dtype, [&](auto tag) {
+  visit_norm(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* w = weight.ptr<const T>();
     const T* b = bias.ptr<const T>();
@@ -274,10 +275,11 @@ void layer_norm_impl(const OpArgs& args) {
 
 void layer_norm_backward_impl(const OpArgs& args) {
   const sdk::LayerNormBackward o = sdk::layer_norm_backward_operands(args);
-  const Tensor &grad_y = o.grad_y, &x = o.x, &weight = o.weight, &mean = o.mean, &invstd = o.invstd,
-               &grad_x = o.grad_x, &grad_weight = o.grad_weight, &grad_bias = o.grad_bias;
+  const TensorView &grad_y = o.grad_y, &x = o.x, &weight = o.weight, &mean = o.mean,
+                   &invstd = o.invstd, &grad_x = o.grad_x, &grad_weight = o.grad_weight,
+                   &grad_bias = o.grad_bias;
   const RowLayout& l = o.layout;
-  dispatch_norm(x.dtype, [&](auto tag) {
+  visit_norm(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* w = weight.ptr<const T>();
     // grad_x, one row per task.

@@ -19,7 +19,7 @@ using sdk::is_int_dtype;
 using sdk::OpArgs;
 using sdk::output_dtype;
 using sdk::shape_string;
-using sdk::Tensor;
+using sdk::TensorView;
 using sdk::unsupported_dtype;
 using sdk::view_dtype;
 

@@ -83,13 +83,13 @@ struct SgdLoop : sdk::SgdScalars<T> {
 
 void sgd_step_impl(const OpArgs& args) {
   const sdk::SgdStep step = sdk::sgd_step(args);
-  if (!dispatch<OptimTypes>(step.param.dtype, [&](auto tag) {
+  if (!visit_dtype<OptimTypes>(step.param.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         if (step.has_momentum()) {
-          const Tensor* ops[3] = {&step.param, &step.buffer, &step.grad};
+          const TensorView* ops[3] = {&step.param, &step.buffer, &step.grad};
           run_loop(make_loop_plan(ops), SgdLoop<T, true>{step.scalars<T>()});
         } else {
-          const Tensor* ops[2] = {&step.param, &step.grad};
+          const TensorView* ops[2] = {&step.param, &step.grad};
           run_loop(make_loop_plan(ops), SgdLoop<T, false>{step.scalars<T>()});
         }
       })) {
@@ -178,9 +178,9 @@ struct AdamLoop : sdk::AdamScalars<T> {
 
 void adam_step_impl(const OpArgs& args) {
   const sdk::AdamStep step = sdk::adam_step(args);
-  if (!dispatch<OptimTypes>(step.param.dtype, [&](auto tag) {
+  if (!visit_dtype<OptimTypes>(step.param.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        const Tensor* ops[4] = {&step.param, &step.exp_avg, &step.exp_avg_sq, &step.grad};
+        const TensorView* ops[4] = {&step.param, &step.exp_avg, &step.exp_avg_sq, &step.grad};
         run_loop(make_loop_plan(ops), AdamLoop<T>{step.scalars<T>()});
       })) {
     unsupported_dtype(step.param.dtype);
@@ -211,8 +211,8 @@ void non_finite_check_and_unscale_impl(const OpArgs& args) {
   const float inv = *u.inv_scale.ptr<const float>();
   std::atomic<bool> non_finite{false};
   for (size_t i = 0; i < u.num_grads; ++i) {
-    const Tensor* ops[1] = {&u.grads[i]};
-    if (!dispatch<FloatTypes>(u.grads[i].dtype, [&](auto tag) {
+    const TensorView* ops[1] = {&u.grads[i]};
+    if (!visit_dtype<FloatTypes>(u.grads[i].dtype, [&](auto tag) {
           using T = typename decltype(tag)::type;
           run_loop(make_loop_plan(ops), UnscaleLoop<T>{compute_t<T>(inv), &non_finite});
         })) {

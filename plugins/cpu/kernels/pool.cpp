@@ -40,8 +40,8 @@ void for_each_plane(const PoolShape& s, int64_t work_per_plane, const Fn& fn) {
 using PoolTypes = TypeList<float, double, float16, bfloat16>;
 
 template <class F>
-void dispatch_pool(kiln_dtype dtype, F&& fn) {
-  if (!dispatch<PoolTypes>(dtype, fn)) unsupported_dtype(dtype);
+void visit_pool(kiln_dtype dtype, F&& fn) {
+  if (!visit_dtype<PoolTypes>(dtype, fn)) unsupported_dtype(dtype);
 }
 
 // ---- max pooling -------------------------------------------------------------------
@@ -199,13 +199,13 @@ void max_pool2d_impl(const OpArgs& args) {
   args.expect_counts(1, 2);
   Window wh, ww;
   sdk::pool_windows(sdk::attrs::max_pool2d::read(args), wh, ww);
-  const Tensor x = args.input(0), y = args.output(0), indices = args.output(1);
+  const TensorView x = args.input(0), y = args.output(0), indices = args.output(1);
   const PoolShape s = pool_shape(x, y);
   expect_dtype(y, x.dtype, "y");
   expect_dtype(indices, KILN_DTYPE_INT64, "indices");
   KILN_SDK_CHECK_ARG(y.same_shape(indices), "indices must have y's shape");
   const bool fast = is_pool_2x2(wh, ww, s);
-  dispatch_pool(x.dtype, [&](auto tag) {
+  visit_pool(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
     for_each_plane(s, s.ho * s.wo * wh.kernel * ww.kernel, [&](int64_t plane) {
@@ -246,7 +246,7 @@ void max_pool2d_impl(const OpArgs& args) {
 
 void max_pool2d_backward_impl(const OpArgs& args) {
   args.expect_counts(2, 1);
-  const Tensor grad_y = args.input(0), indices = args.input(1), grad_x = args.output(0);
+  const TensorView grad_y = args.input(0), indices = args.input(1), grad_x = args.output(0);
   const PoolShape s = pool_shape(grad_x, grad_y);
   expect_dtype(grad_x, grad_y.dtype, "grad_x");
   expect_dtype(indices, KILN_DTYPE_INT64, "indices");
@@ -255,7 +255,7 @@ void max_pool2d_backward_impl(const OpArgs& args) {
   sdk::pool_windows(sdk::attrs::max_pool2d_backward::read(args), wh, ww);
   const bool fast = is_pool_2x2(wh, ww, s);
   const int64_t plane_size = s.h * s.w;
-  dispatch_pool(grad_y.dtype, [&](auto tag) {
+  visit_pool(grad_y.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
     for_each_plane(s, plane_size + s.ho * s.wo, [&](int64_t plane) {
@@ -309,10 +309,10 @@ void avg_pool2d_impl(const OpArgs& args) {
   const auto a = sdk::attrs::avg_pool2d::read(args);  // ceil_mode: y's shape reflects it
   sdk::pool_windows(a, wh, ww);
   const bool count_include_pad = a.count_include_pad != 0;
-  const Tensor x = args.input(0), y = args.output(0);
+  const TensorView x = args.input(0), y = args.output(0);
   const PoolShape s = pool_shape(x, y);
   expect_dtype(y, x.dtype, "y");
-  dispatch_pool(x.dtype, [&](auto tag) {
+  visit_pool(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
     for_each_plane(s, s.ho * s.wo * wh.kernel * ww.kernel, [&](int64_t plane) {
@@ -340,10 +340,10 @@ void avg_pool2d_backward_impl(const OpArgs& args) {
   const auto a = sdk::attrs::avg_pool2d_backward::read(args);  // ceil_mode: y's shape reflects it
   sdk::pool_windows(a, wh, ww);
   const bool count_include_pad = a.count_include_pad != 0;
-  const Tensor grad_y = args.input(0), grad_x = args.output(0);
+  const TensorView grad_y = args.input(0), grad_x = args.output(0);
   const PoolShape s = pool_shape(grad_x, grad_y);
   expect_dtype(grad_x, grad_y.dtype, "grad_x");
-  dispatch_pool(grad_y.dtype, [&](auto tag) {
+  visit_pool(grad_y.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
     for_each_plane(s, s.ho * s.wo * wh.kernel * ww.kernel, [&](int64_t plane) {
@@ -375,10 +375,10 @@ int64_t adaptive_end(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in 
 
 void adaptive_avg_pool2d_impl(const OpArgs& args) {
   args.expect_counts(1, 1);
-  const Tensor x = args.input(0), y = args.output(0);
+  const TensorView x = args.input(0), y = args.output(0);
   const PoolShape s = pool_shape(x, y);
   expect_dtype(y, x.dtype, "y");
-  dispatch_pool(x.dtype, [&](auto tag) {
+  visit_pool(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
     for_each_plane(s, s.h * s.w + s.ho * s.wo, [&](int64_t plane) {
@@ -402,10 +402,10 @@ void adaptive_avg_pool2d_impl(const OpArgs& args) {
 
 void adaptive_avg_pool2d_backward_impl(const OpArgs& args) {
   args.expect_counts(1, 1);
-  const Tensor grad_y = args.input(0), grad_x = args.output(0);
+  const TensorView grad_y = args.input(0), grad_x = args.output(0);
   const PoolShape s = pool_shape(grad_x, grad_y);
   expect_dtype(grad_x, grad_y.dtype, "grad_x");
-  dispatch_pool(grad_y.dtype, [&](auto tag) {
+  visit_pool(grad_y.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
     for_each_plane(s, s.h * s.w + s.ho * s.wo, [&](int64_t plane) {

@@ -34,7 +34,7 @@ void for_each_block(int64_t n, int64_t per_block, const FillBlock& fill_block) {
 
 void random_uniform_impl(const OpArgs& args) {
   const sdk::RandomFill r = sdk::random_fill(args, sdk::attrs::random_uniform::read(args));
-  const Tensor& y = r.y;
+  const TensorView& y = r.y;
   const int64_t n = y.numel();
   if (y.dtype == KILN_DTYPE_FLOAT64) {
     double* out = y.ptr<double>();
@@ -48,7 +48,7 @@ void random_uniform_impl(const OpArgs& args) {
   }
   const float low = static_cast<float>(r.a);
   const float high = static_cast<float>(r.b);
-  if (!dispatch<TypeList<float, float16, bfloat16>>(y.dtype, [&](auto tag) {
+  if (!visit_dtype<TypeList<float, float16, bfloat16>>(y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         T* out = y.ptr<T>();
         for_each_block(n, 4, [&](int64_t q, int64_t first, int64_t count) {
@@ -64,9 +64,9 @@ void random_uniform_impl(const OpArgs& args) {
 
 void random_normal_impl(const OpArgs& args) {
   const sdk::RandomFill r = sdk::random_fill(args, sdk::attrs::random_normal::read(args));
-  const Tensor& y = r.y;
+  const TensorView& y = r.y;
   const int64_t n = y.numel();
-  if (!dispatch<FloatTypes>(y.dtype, [&](auto tag) {
+  if (!visit_dtype<FloatTypes>(y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         T* out = y.ptr<T>();
         for_each_block(n, 2, [&](int64_t q, int64_t first, int64_t count) {
@@ -87,12 +87,12 @@ void random_normal_impl(const OpArgs& args) {
 // and rounded once, so every backend gets the same bits.
 void dropout_impl(const OpArgs& args) {
   const sdk::Dropout d = sdk::dropout_operands(args);
-  const Tensor &x = d.x, &y = d.y, &mask = d.mask;
+  const TensorView &x = d.x, &y = d.y, &mask = d.mask;
   const double p = d.p;
   const uint64_t seed = d.seed, offset = d.offset;
   const double keep_scale = 1.0 - p;
   const int64_t n = x.numel();
-  if (!dispatch<FloatTypes>(x.dtype, [&](auto tag) {
+  if (!visit_dtype<FloatTypes>(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* in = x.ptr<const T>();
         T* out = y.ptr<T>();

@@ -41,11 +41,11 @@ struct Mul {
 template <class Op, class Attrs>
 void scan_impl(const OpArgs& args) {
   args.expect_counts(1, 1);
-  const Tensor x = args.input(0), y = args.output(0);
+  const TensorView x = args.input(0), y = args.output(0);
   const Lines l = lines_of(x, Attrs::read(args).dim);
   expect_same_shape(y, x, "y");
   expect_contiguous(y, "y");
-  if (!dispatch<AllTypes>(x.dtype, [&](auto tag) {
+  if (!visit_dtype<AllTypes>(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         using Acc = scan_acc_t<T>;
         using Out = std::conditional_t<is_floating_v<T>, T, int64_t>;
@@ -80,18 +80,18 @@ int32_t supports_scan(void*, const kiln_op_args* args) {
 void sort_impl(const OpArgs& args) {
   args.expect_counts(1, 2);
   const auto attrs = sdk::attrs::sort::read(args);
-  const Tensor x = args.input(0), values = args.output(0), indices = args.output(1);
+  const TensorView x = args.input(0), values = args.output(0), indices = args.output(1);
   const Lines l = lines_of(x, attrs.dim);
   KILN_SDK_CHECK_ARG(attrs.descending == 0 || attrs.descending == 1,
                      "descending must be 0 or 1, got ", attrs.descending);
-  for (const Tensor* t : {&values, &indices}) {
+  for (const TensorView* t : {&values, &indices}) {
     expect_same_shape(*t, x, "output");
     expect_contiguous(*t, "output");
   }
   expect_dtype(values, x.dtype, "values");
   expect_dtype(indices, KILN_DTYPE_INT64, "indices");
   const bool descending = attrs.descending != 0;
-  if (!dispatch<AllTypes>(x.dtype, [&](auto tag) {
+  if (!visit_dtype<AllTypes>(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         using C = compute_t<T>;
         for_each_line(l, [&](int64_t base, int64_t stride) {

@@ -38,7 +38,7 @@ int64_t checked_dim(const OpArgs& args, int32_t ndim) {
 // y[..., index[i], ...] += source[..., i, ...]
 void index_add_impl(const OpArgs& args) {
   args.expect_counts(2, 1);
-  const Tensor index = args.input(0), source = args.input(1), y = args.output(0);
+  const TensorView index = args.input(0), source = args.input(1), y = args.output(0);
   const int64_t dim = checked_dim(args, y.ndim);
   expect_dtype(index, KILN_DTYPE_INT64, "index");
   expect_dtype(source, y.dtype, "source");
@@ -49,7 +49,7 @@ void index_add_impl(const OpArgs& args) {
     KILN_SDK_CHECK_ARG(source.shape[d] == want, "source.shape[", d, "] = ", source.shape[d],
                        ", expected ", want);
   }
-  for (const Tensor* t : {&index, &source, &y}) expect_contiguous(*t, "operand");
+  for (const TensorView* t : {&index, &source, &y}) expect_contiguous(*t, "operand");
   if (source.numel() == 0) return;
   check_indices(index, y.shape[dim], dim);
 
@@ -59,7 +59,7 @@ void index_add_impl(const OpArgs& args) {
   const int64_t length = index.shape[0], y_dim = y.shape[dim];
   constexpr int64_t kBlock = 1024;
   const int64_t blocks = (inner + kBlock - 1) / kBlock;
-  if (!dispatch<ScatterTypes>(y.dtype, [&](auto tag) {
+  if (!visit_dtype<ScatterTypes>(y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         const int64_t* idx = index.ptr<const int64_t>();
         pool().parallel_for(
@@ -84,7 +84,7 @@ void index_add_impl(const OpArgs& args) {
 // y[index[i][j]][j] += source[i][j] for dim 0, and so on: over index's shape.
 void scatter_add_impl(const OpArgs& args) {
   args.expect_counts(2, 1);
-  const Tensor index = args.input(0), source = args.input(1), y = args.output(0);
+  const TensorView index = args.input(0), source = args.input(1), y = args.output(0);
   const int64_t dim = checked_dim(args, y.ndim);
   expect_dtype(index, KILN_DTYPE_INT64, "index");
   expect_dtype(source, y.dtype, "source");
@@ -96,7 +96,7 @@ void scatter_add_impl(const OpArgs& args) {
         "index.shape[", d, "] = ", index.shape[d], " exceeds source ", shape_string(source),
         " or y ", shape_string(y));
   }
-  for (const Tensor* t : {&index, &source, &y}) expect_contiguous(*t, "operand");
+  for (const TensorView* t : {&index, &source, &y}) expect_contiguous(*t, "operand");
   if (index.numel() == 0) return;
   check_indices(index, y.shape[dim], dim);
 
@@ -107,7 +107,7 @@ void scatter_add_impl(const OpArgs& args) {
   const int64_t index_dim_stride = index.strides[dim];
   const int64_t source_dim_stride = source.strides[dim];
   const int64_t y_dim_stride = y.strides[dim];
-  if (!dispatch<ScatterTypes>(y.dtype, [&](auto tag) {
+  if (!visit_dtype<ScatterTypes>(y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         pool().parallel_for(0, items, std::max<int64_t>(1, kParallelGrain / length),
                             [&](int64_t begin, int64_t end) {

@@ -15,7 +15,7 @@ namespace kiln::cpu {
 namespace {
 
 // The softmax ops' lines along their `dim` (all four ops: the same attribute list).
-Lines softmax_lines(const OpArgs& args, const Tensor& x) {
+Lines softmax_lines(const OpArgs& args, const TensorView& x) {
   return lines_of(x, sdk::attrs::softmax::read(args).dim);
 }
 
@@ -24,12 +24,12 @@ using SoftmaxTypes = TypeList<float, double, float16, bfloat16>;
 template <bool kLog>
 void softmax_impl(const OpArgs& args) {
   args.expect_counts(1, 1);
-  const Tensor x = args.input(0), y = args.output(0);
+  const TensorView x = args.input(0), y = args.output(0);
   const Lines l = softmax_lines(args, x);
   expect_same_shape(y, x, "y");
   expect_contiguous(y, "y");
   expect_dtype(y, x.dtype, "y");
-  if (!dispatch<SoftmaxTypes>(x.dtype, [&](auto tag) {
+  if (!visit_dtype<SoftmaxTypes>(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         using C = compute_t<T>;
         for_each_line(l, [&](int64_t base, int64_t stride) {
@@ -66,14 +66,14 @@ void softmax_impl(const OpArgs& args) {
 template <bool kLog>
 void softmax_backward_impl(const OpArgs& args) {
   args.expect_counts(2, 1);
-  const Tensor grad_y = args.input(0), y = args.input(1), grad_x = args.output(0);
+  const TensorView grad_y = args.input(0), y = args.input(1), grad_x = args.output(0);
   const Lines l = softmax_lines(args, y);
-  for (const Tensor* t : {&grad_y, &grad_x}) {
+  for (const TensorView* t : {&grad_y, &grad_x}) {
     expect_same_shape(*t, y, "gradient");
     expect_contiguous(*t, "gradient");
     expect_dtype(*t, y.dtype, "gradient");
   }
-  if (!dispatch<SoftmaxTypes>(y.dtype, [&](auto tag) {
+  if (!visit_dtype<SoftmaxTypes>(y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         using C = compute_t<T>;
         for_each_line(l, [&](int64_t base, int64_t stride) {

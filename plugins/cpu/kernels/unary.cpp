@@ -25,10 +25,10 @@ using sdk::Clamp, sdk::GeluExact, sdk::GeluExactGrad, sdk::GeluTanh, sdk::GeluTa
 template <class Op, uint32_t Dtypes>
 void unary_same_dtype(const OpArgs& args) {
   const sdk::UnaryOperands o = sdk::unary_operands(args);
-  const Tensor &x = o.x, &y = o.y;
-  const Tensor* ops[2] = {&y, &x};
+  const TensorView &x = o.x, &y = o.y;
+  const TensorView* ops[2] = {&y, &x};
   const LoopPlan<2> plan = make_loop_plan(ops);
-  if (!sdk::dispatch_in<Dtypes>(x.dtype, [&](auto tag) {
+  if (!sdk::visit_dtype_in<Dtypes>(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         run_loop(plan, UnaryLoop<T, T, Op>{});
       })) {
@@ -47,9 +47,9 @@ void gelu_impl(const OpArgs& args) {
 template <class Op>
 void backward_impl(const OpArgs& args, const char* second_name) {
   const sdk::GradOperands o = sdk::grad_operands(args, second_name);
-  const Tensor* ops[3] = {&o.grad_x, &o.grad_y, &o.second};
+  const TensorView* ops[3] = {&o.grad_x, &o.grad_y, &o.second};
   const LoopPlan<3> plan = make_loop_plan(ops);
-  if (!dispatch<FloatTypes>(o.grad_y.dtype, [&](auto tag) {
+  if (!visit_dtype<FloatTypes>(o.grad_y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         run_loop(plan, BinaryLoop<T, T, Op>{});
       })) {
@@ -68,10 +68,10 @@ void gelu_backward_impl(const OpArgs& args) {
 
 void clamp_impl(const OpArgs& args) {
   const sdk::UnaryOperands o = sdk::unary_operands(args);
-  const Tensor &x = o.x, &y = o.y;
-  const Tensor* ops[2] = {&y, &x};
+  const TensorView &x = o.x, &y = o.y;
+  const TensorView* ops[2] = {&y, &x};
   const LoopPlan<2> plan = make_loop_plan(ops);
-  if (!dispatch<FloatTypes, SignedIntTypes>(x.dtype, [&](auto tag) {
+  if (!visit_dtype<FloatTypes, SignedIntTypes>(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         using C = compute_t<T>;
         run_loop(plan, UnaryLoop<T, T, Clamp<C>>{sdk::clamp_for<T>(args)});
@@ -82,10 +82,10 @@ void clamp_impl(const OpArgs& args) {
 
 void logical_not_impl(const OpArgs& args) {
   const sdk::UnaryOperands o = sdk::unary_operands(args, KILN_DTYPE_BOOL);
-  const Tensor &x = o.x, &y = o.y;
-  const Tensor* ops[2] = {&y, &x};
+  const TensorView &x = o.x, &y = o.y;
+  const TensorView* ops[2] = {&y, &x};
   const LoopPlan<2> plan = make_loop_plan(ops);
-  dispatch<AllTypes>(x.dtype, [&](auto tag) {
+  visit_dtype<AllTypes>(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     run_loop(plan, UnaryLoop<bool, T, LogicalNot>{});
   });

@@ -53,12 +53,12 @@ struct Widened {
   std::vector<int64_t> strides;
 };
 
-Tensor float32_tensor(const Tensor& like, Widened& w) {
+TensorView float32_tensor(const TensorView& like, Widened& w) {
   const int32_t ndim = like.ndim;
   w.strides.assign(static_cast<size_t>(ndim), 1);
   for (int32_t d = ndim - 2; d >= 0; --d) w.strides[d] = w.strides[d + 1] * like.shape[d + 1];
   w.data.resize(static_cast<size_t>(like.numel()));
-  Tensor t;
+  TensorView t;
   t.data = reinterpret_cast<char*>(w.data.data());
   t.shape = like.shape;
   t.strides = w.strides.data();
@@ -92,9 +92,9 @@ void run_widened(const OpArgs& args, void (*impl)(const OpArgs&)) {
   Float32Args f;
   KILN_SDK_CHECK_ARG(f.init(&raw), "more than 8 inputs or outputs, or malformed views");
   std::array<Widened, 16> copies;
-  std::vector<std::pair<Tensor, Tensor>> narrow;  // (half output, its float32 copy)
-  auto widen = [&](kiln_tensor_view& view, const Tensor& half, Widened& w, bool output) {
-    const Tensor wide = float32_tensor(half, w);
+  std::vector<std::pair<TensorView, TensorView>> narrow;  // (half output, its float32 copy)
+  auto widen = [&](kiln_tensor_view& view, const TensorView& half, Widened& w, bool output) {
+    const TensorView wide = float32_tensor(half, w);
     copy_tensor(wide, half);  // outputs too: some kernels update them in place
     view.data = wide.data;
     view.byte_offset = 0;
@@ -102,11 +102,11 @@ void run_widened(const OpArgs& args, void (*impl)(const OpArgs&)) {
     if (output) narrow.emplace_back(half, wide);
   };
   for (size_t i = 0; i < raw.num_inputs; ++i) {
-    const Tensor t = args.input(i);
+    const TensorView t = args.input(i);
     if (is_half(t.dtype)) widen(f.inputs[i], t, copies[i], false);
   }
   for (size_t i = 0; i < raw.num_outputs; ++i) {
-    const Tensor t = args.output(i);
+    const TensorView t = args.output(i);
     if (is_half(t.dtype)) widen(f.outputs[i], t, copies[8 + i], true);
   }
   impl(OpArgs(&f.args));

@@ -18,13 +18,13 @@ namespace {
 template <class Op, uint32_t Dtypes>
 void arithmetic_impl(const OpArgs& args, const Launch& launch) {
   args.expect_counts(2, 1);
-  const Tensor a = args.input(0), b = args.input(1), y = args.output(0);
+  const TensorView a = args.input(0), b = args.input(1), y = args.output(0);
   expect_same_shape(a, y, "a");
   expect_same_shape(b, y, "b");
   expect_dtype(b, a.dtype, "b");
   expect_dtype(y, a.dtype, "y");
-  const Tensor* ops[3] = {&y, &a, &b};
-  if (!sdk::dispatch_in<Dtypes>(a.dtype, [&](auto tag) {
+  const TensorView* ops[3] = {&y, &a, &b};
+  if (!sdk::visit_dtype_in<Dtypes>(a.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         run_elementwise<T, T, T>(launch, ops, Op{});
       })) {

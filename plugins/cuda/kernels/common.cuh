@@ -1,5 +1,5 @@
 // kernels/common.cuh — what every CUDA kernel file shares: Kiln's dtypes as C++
-// types, the conversion rules of kiln.copy (on host and device alike), dtype dispatch,
+// types, the conversion rules of kiln.copy (on host and device alike), the dtype switch,
 // launch geometry and device-side error reporting.
 //
 // Storage types: float, double, sdk::float16, sdk::bfloat16, int32_t, int64_t,
@@ -8,10 +8,10 @@
 // conversions are the SDK's own (kiln/sdk/half.h), so a value rounds to the same bits
 // here as on the CPU plugin.
 //
-// Dispatch turns a runtime dtype into a template instantiation, restricted to the
+// visit_dtype turns a runtime dtype into a template instantiation, restricted to the
 // type lists an op supports, so only what the catalogue needs is compiled:
 //
-//   bool handled = dispatch<FloatTypes, SignedIntTypes>(x.dtype, [&](auto tag) {
+//   bool handled = visit_dtype<FloatTypes, SignedIntTypes>(x.dtype, [&](auto tag) {
 //     using T = typename decltype(tag)::type;
 //     run_elementwise<T, T>(launch, operands, Relu{});
 //   });  // false: the dtype is not in the lists
@@ -25,7 +25,7 @@
 
 #include "kiln/c_api.h"
 #include "kiln/sdk/catalogue.h"
-#include "kiln/sdk/dtype_dispatch.h"
+#include "kiln/sdk/dtype_visit.h"
 #include "kiln/sdk/half.h"
 #include "kiln/sdk/op_args.h"
 #include "kiln/sdk/status.h"
@@ -42,14 +42,14 @@ using sdk::float16;
 using sdk::input_dtype;
 using sdk::OpArgs;
 using sdk::output_dtype;
-using sdk::Tensor;
+using sdk::TensorView;
 using sdk::unsupported_dtype;
 
 inline constexpr uint32_t kStridedInOut = KILN_KERNEL_STRIDED_INPUTS | KILN_KERNEL_STRIDED_OUTPUTS;
 
 // -- types ---------------------------------------------------------------------------------
 
-// Dtype types and dispatch: the SDK's (kiln/sdk/dtype_dispatch.h).
+// Dtype types and visit_dtype: the SDK's (kiln/sdk/dtype_visit.h).
 using namespace sdk::dtypes;
 
 // The catalogue's dtype classes (api/ops.json), shared with every plugin.

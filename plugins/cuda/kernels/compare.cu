@@ -16,13 +16,13 @@ using sdk::Eq, sdk::Ge, sdk::Gt, sdk::Le, sdk::LogicalAnd, sdk::LogicalOr, sdk::
 template <class Op>
 void predicate_impl(const OpArgs& args, const Launch& launch) {
   args.expect_counts(2, 1);
-  const Tensor a = args.input(0), b = args.input(1), y = args.output(0);
+  const TensorView a = args.input(0), b = args.input(1), y = args.output(0);
   expect_same_shape(a, y, "a");
   expect_same_shape(b, y, "b");
   expect_dtype(b, a.dtype, "b");
   expect_dtype(y, KILN_DTYPE_BOOL, "y");
-  const Tensor* ops[3] = {&y, &a, &b};
-  if (!dispatch<AllTypes>(a.dtype, [&](auto tag) {
+  const TensorView* ops[3] = {&y, &a, &b};
+  if (!visit_dtype<AllTypes>(a.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         run_elementwise<bool, T, T>(launch, ops, Op{});
       })) {
@@ -40,9 +40,9 @@ struct Select {
 
 void where_impl(const OpArgs& args, const Launch& launch) {
   const sdk::WhereOperands o = sdk::where_operands(args);
-  const Tensor& y = o.y;
-  const Tensor* ops[4] = {&o.y, &o.condition, &o.a, &o.b};
-  dispatch_by_size(y.itemsize, [&](auto tag) {
+  const TensorView& y = o.y;
+  const TensorView* ops[4] = {&o.y, &o.condition, &o.a, &o.b};
+  visit_by_size(y.itemsize, [&](auto tag) {
     using Bits = typename decltype(tag)::type;
     run_elementwise<Bits, bool, Bits, Bits>(launch, ops, Select{});
   });

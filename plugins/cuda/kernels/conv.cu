@@ -40,9 +40,10 @@ using namespace dnn;
 using sdk::ConvGeometry;
 
 // The shared checks (kiln/sdk/conv.h) and cuDNN's int element counts.
-ConvGeometry geometry(const OpArgs& args, const Tensor& x, const Tensor& w, const Tensor& y) {
+ConvGeometry geometry(const OpArgs& args, const TensorView& x, const TensorView& w,
+                      const TensorView& y) {
   const ConvGeometry g = sdk::conv_geometry(args, x, w, y);
-  for (const Tensor* t : {&x, &w, &y}) {
+  for (const TensorView* t : {&x, &w, &y}) {
     KILN_SDK_CHECK(t->numel() <= INT_MAX, KILN_STATUS_UNSUPPORTED, "operand ",
                    sdk::shape_string(*t), " has more than INT_MAX elements (cuDNN's limit)");
   }
@@ -411,10 +412,10 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-void add_bias(const Tensor& y, const Tensor& bias, bool overwrite, const Launch& l) {
+void add_bias(const TensorView& y, const TensorView& bias, bool overwrite, const Launch& l) {
   const int64_t planes = y.shape[0] * y.shape[1], plane_size = y.shape[2] * y.shape[3];
   if (planes * plane_size == 0) return;
-  dispatch_float(y.dtype, [&](auto tag) {
+  visit_float(y.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     constexpr int W = BiasPack<T>::kWidth;
     const bool packed = plane_size % W == 0 && reinterpret_cast<uintptr_t>(y.ptr<T>()) % 16 == 0;
@@ -434,11 +435,11 @@ void add_bias(const Tensor& y, const Tensor& bias, bool overwrite, const Launch&
 
 void conv2d_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(3, 1);
-  const Tensor x = args.input(0), w = args.input(1), bias = args.input(2), y = args.output(0);
+  const TensorView x = args.input(0), w = args.input(1), bias = args.input(2), y = args.output(0);
   const ConvGeometry g = geometry(args, x, w, y);
   sdk::expect_shape(bias, {g.o}, "bias");
   sdk::expect_contiguous(bias, "bias");
-  for (const Tensor* t : {&w, &bias, &y}) sdk::expect_dtype(*t, x.dtype, "operand");
+  for (const TensorView* t : {&w, &bias, &y}) sdk::expect_dtype(*t, x.dtype, "operand");
   KILN_SDK_CHECK(supported_conv_dtype(x.dtype), KILN_STATUS_UNSUPPORTED, sdk::dtype_name(x.dtype),
                  " is not supported by this kernel");
   if (y.numel() == 0) return;
@@ -462,9 +463,9 @@ void conv2d_impl(const OpArgs& args, const Launch& l) {
 
 void conv2d_backward_input_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(2, 1);
-  const Tensor grad_y = args.input(0), w = args.input(1), grad_x = args.output(0);
+  const TensorView grad_y = args.input(0), w = args.input(1), grad_x = args.output(0);
   const ConvGeometry g = geometry(args, grad_x, w, grad_y);
-  for (const Tensor* t : {&w, &grad_x}) sdk::expect_dtype(*t, grad_y.dtype, "operand");
+  for (const TensorView* t : {&w, &grad_x}) sdk::expect_dtype(*t, grad_y.dtype, "operand");
   KILN_SDK_CHECK(supported_conv_dtype(grad_y.dtype), KILN_STATUS_UNSUPPORTED,
                  sdk::dtype_name(grad_y.dtype), " is not supported by this kernel");
   if (grad_x.numel() == 0) return;
@@ -488,9 +489,9 @@ void conv2d_backward_input_impl(const OpArgs& args, const Launch& l) {
 
 void conv2d_backward_weight_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(2, 1);
-  const Tensor grad_y = args.input(0), x = args.input(1), grad_w = args.output(0);
+  const TensorView grad_y = args.input(0), x = args.input(1), grad_w = args.output(0);
   const ConvGeometry g = geometry(args, x, grad_w, grad_y);
-  for (const Tensor* t : {&x, &grad_w}) sdk::expect_dtype(*t, grad_y.dtype, "operand");
+  for (const TensorView* t : {&x, &grad_w}) sdk::expect_dtype(*t, grad_y.dtype, "operand");
   KILN_SDK_CHECK(supported_conv_dtype(grad_y.dtype), KILN_STATUS_UNSUPPORTED,
                  sdk::dtype_name(grad_y.dtype), " is not supported by this kernel");
   if (grad_w.numel() == 0) return;

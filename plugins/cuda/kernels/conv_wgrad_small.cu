@@ -127,8 +127,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <class T, int C, int K>
-void launch(const WgradShape& s, const Tensor& grad_y, const Tensor& x, const Tensor& grad_w,
-            const Launch& l) {
+void launch(const WgradShape& s, const TensorView& grad_y, const TensorView& x,
+            const TensorView& grad_w, const Launch& l) {
   using A = compute_t<T>;
   constexpr int R = C * K * K;
   A* partial = nullptr;
@@ -149,8 +149,8 @@ void launch(const WgradShape& s, const Tensor& grad_y, const Tensor& x, const Te
 }
 
 template <class T>
-bool launch_for_shape(const WgradShape& s, int64_t cg, int64_t k, const Tensor& grad_y,
-                      const Tensor& x, const Tensor& grad_w, const Launch& l) {
+bool launch_for_shape(const WgradShape& s, int64_t cg, int64_t k, const TensorView& grad_y,
+                      const TensorView& x, const TensorView& grad_w, const Launch& l) {
   if (cg == 1 && k == 3) {
     launch<T, 1, 3>(s, grad_y, x, grad_w, l);
   } else if (cg == 3 && k == 3) {
@@ -165,8 +165,8 @@ bool launch_for_shape(const WgradShape& s, int64_t cg, int64_t k, const Tensor& 
 
 }  // namespace
 
-bool small_filter_weight_grad(const sdk::ConvGeometry& g, const Tensor& grad_y, const Tensor& x,
-                              const Tensor& grad_w, const Launch& l) {
+bool small_filter_weight_grad(const sdk::ConvGeometry& g, const TensorView& grad_y,
+                              const TensorView& x, const TensorView& grad_w, const Launch& l) {
   const bool float_type = x.dtype == KILN_DTYPE_FLOAT32 || x.dtype == KILN_DTYPE_FLOAT64;
   const int64_t positions = g.n * g.ho * g.wo;
   // Groups (depthwise convolutions) were never measured; output planes of fewer than 64

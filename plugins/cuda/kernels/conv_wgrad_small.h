@@ -4,7 +4,7 @@
 #define KILN_CUDA_KERNELS_CONV_WGRAD_SMALL_H
 
 #include "kiln/sdk/conv.h"
-#include "kiln/sdk/op_args.h"  // sdk::Tensor
+#include "kiln/sdk/op_args.h"  // sdk::TensorView
 #include "launch.h"
 
 namespace kiln::cuda {
@@ -12,8 +12,9 @@ namespace kiln::cuda {
 /// Enqueues grad_w = the weight gradient of the convolution `g` (grad_y and x checked
 /// and non-empty, grad_w contiguous) and returns true, deterministically; returns false
 /// without doing anything where the shape is not one it is faster for (cuDNN's turn).
-bool small_filter_weight_grad(const sdk::ConvGeometry& g, const sdk::Tensor& grad_y,
-                              const sdk::Tensor& x, const sdk::Tensor& grad_w, const Launch& l);
+bool small_filter_weight_grad(const sdk::ConvGeometry& g, const sdk::TensorView& grad_y,
+                              const sdk::TensorView& x, const sdk::TensorView& grad_w,
+                              const Launch& l);
 
 }  // namespace kiln::cuda
 

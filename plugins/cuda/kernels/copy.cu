@@ -24,10 +24,10 @@ struct Constant {
 
 void copy_impl(const OpArgs& args, const Launch& launch) {
   args.expect_counts(1, 1);
-  const Tensor x = args.input(0);
-  const Tensor y = args.output(0);
+  const TensorView x = args.input(0);
+  const TensorView y = args.output(0);
   expect_same_shape(x, y, "x");
-  const Tensor* ops[2] = {&y, &x};
+  const TensorView* ops[2] = {&y, &x};
   if (x.dtype == y.dtype) {
     // Same layout on both sides: the copy engine, not a kernel.
     if (x.is_contiguous() && y.is_contiguous()) {
@@ -39,15 +39,15 @@ void copy_impl(const OpArgs& args, const Launch& launch) {
       }
       return;
     }
-    dispatch_by_size(x.itemsize, [&](auto tag) {
+    visit_by_size(x.itemsize, [&](auto tag) {
       using Bits = typename decltype(tag)::type;
       run_elementwise<Bits, Bits>(launch, ops, Identity{});
     });
     return;
   }
-  dispatch<AllTypes>(y.dtype, [&](auto out_tag) {
+  visit_dtype<AllTypes>(y.dtype, [&](auto out_tag) {
     using Out = typename decltype(out_tag)::type;
-    dispatch<AllTypes>(x.dtype, [&](auto in_tag) {
+    visit_dtype<AllTypes>(x.dtype, [&](auto in_tag) {
       using In = typename decltype(in_tag)::type;
       if constexpr (!std::is_same_v<Out, In>) run_elementwise<Out, In>(launch, ops, Identity{});
     });
@@ -57,9 +57,9 @@ void copy_impl(const OpArgs& args, const Launch& launch) {
 void fill_impl(const OpArgs& args, const Launch& launch) {
   args.expect_counts(0, 1);
   const double value = sdk::attrs::fill::read(args).value;
-  const Tensor y = args.output(0);
-  const Tensor* ops[1] = {&y};
-  dispatch<AllTypes>(y.dtype, [&](auto tag) {
+  const TensorView y = args.output(0);
+  const TensorView* ops[1] = {&y};
+  visit_dtype<AllTypes>(y.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Bits = bits_t<sizeof(T)>;
     const T typed = convert<T>(value);

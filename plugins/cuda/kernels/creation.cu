@@ -15,7 +15,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <class T, class Gen>
-void generate_1d(const Launch& launch, const Tensor& y, const Gen& gen) {
+void generate_1d(const Launch& launch, const TensorView& y, const Gen& gen) {
   const int64_t n = y.numel();
   if (n == 0) return;
   const int64_t stride = y.ndim == 0 ? 1 : y.strides[0];
@@ -27,18 +27,18 @@ using ArangeTypes = TypeList<float, double, float16, bfloat16, int32_t, int64_t,
 
 // The values: kiln/sdk/creation.h.
 void arange_impl(const OpArgs& args, const Launch& launch) {
-  const Tensor y = sdk::creation_output(args);
+  const TensorView y = sdk::creation_output(args);
   const sdk::Arange gen = sdk::arange(args);
-  if (!dispatch<ArangeTypes>(
+  if (!visit_dtype<ArangeTypes>(
           y.dtype, [&](auto tag) { generate_1d<typename decltype(tag)::type>(launch, y, gen); })) {
     unsupported_dtype(y.dtype);
   }
 }
 
 void linspace_impl(const OpArgs& args, const Launch& launch) {
-  const Tensor y = sdk::creation_output(args);
+  const TensorView y = sdk::creation_output(args);
   const sdk::Linspace gen = sdk::linspace(args, y.shape[0]);
-  if (!dispatch<FloatTypes>(
+  if (!visit_dtype<FloatTypes>(
           y.dtype, [&](auto tag) { generate_1d<typename decltype(tag)::type>(launch, y, gen); })) {
     unsupported_dtype(y.dtype);
   }

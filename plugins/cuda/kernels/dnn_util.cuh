@@ -1,7 +1,7 @@
 // kernels/dnn_util.cuh — helpers shared by the library and training kernels of the
 // CUDA plugin (matmul, conv, pool, norm, softmax, loss, scatter, optim).
 //
-// What lives here: the dtype dispatch and the float/half conversions those kernels
+// What lives here: the dtype switches and the float/half conversions those kernels
 // use (half types compute in float32 and round once, with the SDK's bit-exact
 // conversions, as the CPU plugin does), launch geometry for grid-stride loops,
 // deterministic warp and block reductions (a fixed tree: the same inputs give the
@@ -30,7 +30,7 @@ namespace kiln::cuda::dnn {
 using sdk::bfloat16;
 using sdk::float16;
 using sdk::OpArgs;
-using sdk::Tensor;
+using sdk::TensorView;
 
 // ---- dtypes ---------------------------------------------------------------------------
 
@@ -68,7 +68,7 @@ struct Tag {
 
 /// Calls fn(Tag<T>{}) for float32, float64, float16, bfloat16; false for other dtypes.
 template <class Fn>
-bool dispatch_float(kiln_dtype dtype, Fn&& fn) {
+bool visit_float(kiln_dtype dtype, Fn&& fn) {
   switch (dtype) {
     case KILN_DTYPE_FLOAT32:
       fn(Tag<float>{});
@@ -89,7 +89,7 @@ bool dispatch_float(kiln_dtype dtype, Fn&& fn) {
 
 /// Calls fn(Tag<T>{}) for float32 and float64 only.
 template <class Fn>
-bool dispatch_f32_f64(kiln_dtype dtype, Fn&& fn) {
+bool visit_f32_f64(kiln_dtype dtype, Fn&& fn) {
   switch (dtype) {
     case KILN_DTYPE_FLOAT32:
       fn(Tag<float>{});
@@ -273,9 +273,9 @@ struct StridedIndexer {
 /// Builds the indexer for operands of one shape (checked by the caller). Throws
 /// UNSUPPORTED when more than kMaxDims dims remain after collapsing.
 template <int N>
-StridedIndexer<N> make_indexer(const Tensor* const (&ops)[N]) {
+StridedIndexer<N> make_indexer(const TensorView* const (&ops)[N]) {
   StridedIndexer<N> ix;
-  const Tensor& ref = *ops[0];
+  const TensorView& ref = *ops[0];
   int32_t nd = 0;
   int64_t sizes[64];
   int64_t strides[N][64];

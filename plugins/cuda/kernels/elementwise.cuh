@@ -2,7 +2,7 @@
 // per op and dtype, broadcasting by index arithmetic (OPS.md passes broadcast inputs
 // as stride-0 views of the output's shape; nothing is ever expanded in memory).
 //
-//   const Tensor* operands[3] = {&y, &a, &b};            // output first
+//   const TensorView* operands[3] = {&y, &a, &b};  // output first
 //   run_elementwise<float, float, float>(launch, operands, Add{});
 //
 // On the host, the operands' common shape is simplified exactly as the CPU plugin's
@@ -46,7 +46,7 @@ struct ElementwisePlan : sdk::LoopPlan<N> {
 /// Builds the plan for `ops` (ops[0] is the output; every operand has its shape, which
 /// the caller has checked).
 template <int N>
-ElementwisePlan<N> make_plan(const Tensor* const (&ops)[N]) {
+ElementwisePlan<N> make_plan(const TensorView* const (&ops)[N]) {
   ElementwisePlan<N> p;
   sdk::plan_loop(ops, p);
   p.index32 = p.numel <= INT32_MAX;
@@ -270,7 +270,7 @@ bool all_pack_aligned(char* const* base, std::index_sequence<K...>) {
 /// Runs y = op(inputs...) over operands ops = {y, inputs...} of one shape. Enqueues on
 /// launch.stream() and returns.
 template <class Out, class... In, class Op>
-void run_elementwise(const Launch& launch, const Tensor* const (&ops)[1 + sizeof...(In)],
+void run_elementwise(const Launch& launch, const TensorView* const (&ops)[1 + sizeof...(In)],
                      const Op& op) {
   static_assert(sizeof...(In) <= 3, "contiguous kernels exist for up to three inputs");
   const ElementwisePlan<1 + sizeof...(In)> p = make_plan(ops);

@@ -126,7 +126,7 @@ void scale(T* data, int64_t count, int64_t norm, int64_t points, const Launch& l
 }
 
 // Throws unless y has x's shape with `last` in the last dim (x of rank >= 1).
-void expect_shape_except_last(const Tensor& y, const Tensor& x, int64_t last) {
+void expect_shape_except_last(const TensorView& y, const TensorView& x, int64_t last) {
   bool same = x.ndim >= 1 && y.ndim == x.ndim && y.shape[y.ndim - 1] == last;
   for (int32_t d = 0; same && d + 1 < x.ndim; ++d) same = y.shape[d] == x.shape[d];
   KILN_SDK_CHECK_ARG(same, "y has shape ", sdk::shape_string(y), ", expected x's shape ",
@@ -140,7 +140,7 @@ struct Geometry {
   int64_t points = 1;
 };
 
-Geometry geometry_of(const Tensor& t, int64_t signal_ndim, const char* op) {
+Geometry geometry_of(const TensorView& t, int64_t signal_ndim, const char* op) {
   KILN_SDK_CHECK_ARG(signal_ndim >= 1 && signal_ndim <= t.ndim, op, ": signal_ndim must be in [1, ",
                      t.ndim, "], got ", signal_ndim);
   Geometry g;
@@ -158,7 +158,7 @@ Geometry geometry_of(const Tensor& t, int64_t signal_ndim, const char* op) {
 
 void fft_c2c_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(1, 1);
-  const Tensor x = args.input(0), y = args.output(0);
+  const TensorView x = args.input(0), y = args.output(0);
   const auto a = sdk::attrs::fft_c2c::read(args);
   expect_same_shape(y, x, "y");
   expect_dtype(y, x.dtype, "y");
@@ -185,7 +185,7 @@ void fft_c2c_impl(const OpArgs& args, const Launch& l) {
 
 void fft_r2c_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(1, 1);
-  const Tensor x = args.input(0), y = args.output(0);
+  const TensorView x = args.input(0), y = args.output(0);
   const auto a = sdk::attrs::fft_r2c::read(args);
   expect_contiguous(x, "x");
   expect_contiguous(y, "y");
@@ -223,7 +223,7 @@ void fft_r2c_impl(const OpArgs& args, const Launch& l) {
 }
 
 // The first n/2 + 1 entries of each last-dim row of x, copied (cuFFT's C2R overwrites them).
-void* half_spectrum_copy(const Tensor& x, int64_t half, const Launch& l) {
+void* half_spectrum_copy(const TensorView& x, int64_t half, const Launch& l) {
   const size_t item = x.itemsize;
   const int64_t width = x.shape[x.ndim - 1], rows = x.numel() / width;
   void* copy = l.scratch(static_cast<size_t>(rows * half) * item);
@@ -236,7 +236,7 @@ void* half_spectrum_copy(const Tensor& x, int64_t half, const Launch& l) {
 
 void fft_c2r_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(1, 1);
-  const Tensor x = args.input(0), y = args.output(0);
+  const TensorView x = args.input(0), y = args.output(0);
   const auto a = sdk::attrs::fft_c2r::read(args);
   expect_contiguous(x, "x");
   expect_contiguous(y, "y");

@@ -44,13 +44,13 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // Runs the gather for y with index/x views already shaped like y.
-void gather_loop(const Launch& launch, const Tensor& y, const Tensor& index_view,
-                 const Tensor& x_view, int64_t dim_stride, int64_t bound, int64_t dim) {
-  const Tensor* ops[3] = {&y, &index_view, &x_view};
+void gather_loop(const Launch& launch, const TensorView& y, const TensorView& index_view,
+                 const TensorView& x_view, int64_t dim_stride, int64_t bound, int64_t dim) {
+  const TensorView* ops[3] = {&y, &index_view, &x_view};
   const ElementwisePlan<3> plan = make_plan(ops);
   if (plan.numel == 0) return;
   const IndexCheck check{dim_stride, bound, dim, launch.error_flag(), launch.error_detail()};
-  dispatch_by_size(y.itemsize, [&](auto tag) {
+  visit_by_size(y.itemsize, [&](auto tag) {
     gather_kernel<typename decltype(tag)::type>
         <<<grid_for(plan.numel, launch), kThreads, 0, launch.stream()>>>(plan, check);
   });

@@ -51,16 +51,16 @@ __global__ void nll_loss_backward_kernel(const T* __restrict__ grad_loss,
 void nll_loss_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(2, 1);
   const int64_t ignore_index = sdk::attrs::nll_loss::read(args).ignore_index;
-  const Tensor logp = args.input(0), target = args.input(1), loss = args.output(0);
+  const TensorView logp = args.input(0), target = args.input(1), loss = args.output(0);
   KILN_SDK_CHECK_ARG(logp.ndim == 2, "logp must be [N, C], got ", sdk::shape_string(logp));
   const int64_t n = logp.shape[0], classes = logp.shape[1];
   sdk::expect_shape(target, {n}, "target");
   sdk::expect_shape(loss, {n}, "loss");
   sdk::expect_dtype(target, KILN_DTYPE_INT64, "target");
   sdk::expect_dtype(loss, logp.dtype, "loss");
-  for (const Tensor* t : {&logp, &target, &loss}) sdk::expect_contiguous(*t, "operand");
+  for (const TensorView* t : {&logp, &target, &loss}) sdk::expect_contiguous(*t, "operand");
   if (n == 0) return;
-  if (!dispatch_float(logp.dtype, [&](auto tag) {
+  if (!visit_float(logp.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         nll_loss_kernel<T><<<grid_for(n, l), kThreads, 0, l.stream()>>>(
             logp.ptr<const T>(), target.ptr<const int64_t>(), loss.ptr<T>(), n, classes,
@@ -74,7 +74,7 @@ void nll_loss_impl(const OpArgs& args, const Launch& l) {
 void nll_loss_backward_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(2, 1);
   const int64_t ignore_index = sdk::attrs::nll_loss_backward::read(args).ignore_index;
-  const Tensor grad_loss = args.input(0), target = args.input(1), grad_logp = args.output(0);
+  const TensorView grad_loss = args.input(0), target = args.input(1), grad_logp = args.output(0);
   KILN_SDK_CHECK_ARG(grad_logp.ndim == 2, "grad_logp must be [N, C], got ",
                      sdk::shape_string(grad_logp));
   const int64_t n = grad_logp.shape[0], classes = grad_logp.shape[1];
@@ -82,9 +82,10 @@ void nll_loss_backward_impl(const OpArgs& args, const Launch& l) {
   sdk::expect_shape(target, {n}, "target");
   sdk::expect_dtype(target, KILN_DTYPE_INT64, "target");
   sdk::expect_dtype(grad_loss, grad_logp.dtype, "grad_loss");
-  for (const Tensor* t : {&grad_logp, &target, &grad_loss}) sdk::expect_contiguous(*t, "operand");
+  for (const TensorView* t : {&grad_logp, &target, &grad_loss})
+    sdk::expect_contiguous(*t, "operand");
   if (n == 0 || classes == 0) return;
-  if (!dispatch_float(grad_logp.dtype, [&](auto tag) {
+  if (!visit_float(grad_logp.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         nll_loss_backward_kernel<T><<<grid_for(n * classes, l), kThreads, 0, l.stream()>>>(
             grad_loss.ptr<const T>(), target.ptr<const int64_t>(), grad_logp.ptr<T>(), n, classes,

@@ -54,7 +54,7 @@ MatrixLayout layout_of(int64_t rows, int64_t cols, int64_t row_stride, int64_t c
 
 // The single element stride that steps through the flattened batch dims of `t`, if
 // there is one (size-1 dims are ignored; stride 0 everywhere is broadcast).
-bool batch_stride_of(const Tensor& t, int batch_ndim, int64_t& stride) {
+bool batch_stride_of(const TensorView& t, int batch_ndim, int64_t& stride) {
   stride = 0;
   int64_t expected = 0;
   bool first = true;
@@ -82,10 +82,10 @@ __global__ void pack_kernel(const Unit* __restrict__ src, Unit* __restrict__ dst
   }
 }
 
-void* pack(const Tensor& t, const Launch& l) {
+void* pack(const TensorView& t, const Launch& l) {
   const int64_t n = t.numel();
   void* dst = l.scratch(static_cast<size_t>(n) * t.itemsize);
-  const Tensor* ops[1] = {&t};
+  const TensorView* ops[1] = {&t};
   const StridedIndexer<1> ix = make_indexer(ops);
   const unsigned grid = grid_for(n, l);
   switch (t.itemsize) {
@@ -116,7 +116,7 @@ struct GemmOperand {
   int64_t batch_stride = 0;
 };
 
-GemmOperand gemm_operand(const Tensor& t, int batch_ndim, int64_t batch, const Launch& l) {
+GemmOperand gemm_operand(const TensorView& t, int batch_ndim, int64_t batch, const Launch& l) {
   const int nd = t.ndim;
   const int64_t rows = t.shape[nd - 2], cols = t.shape[nd - 1];
   const MatrixLayout layout = layout_of(rows, cols, t.strides[nd - 2], t.strides[nd - 1]);
@@ -349,7 +349,7 @@ void gemm_double(const GemmProblem& p, const Launch& l) {
 
 void matmul_impl(const OpArgs& args, const Launch& l) {
   const sdk::Matmul o = sdk::matmul_operands(args);
-  const Tensor &a = o.a, &b = o.b, &y = o.y;
+  const TensorView &a = o.a, &b = o.b, &y = o.y;
   const int nd = a.ndim;
   const int64_t m = o.shape.m, n = o.shape.n, k = o.shape.k, batch = o.shape.batch;
   if (batch == 0 || m == 0 || n == 0) return;

@@ -43,9 +43,9 @@ using namespace dnn;
 // float16 and bfloat16 only while staged code is on (supports_half_norm declines them
 // otherwise, so this is a second lock).
 template <class F>
-void dispatch_norm(kiln_dtype dtype, F&& fn) {
+void visit_norm(kiln_dtype dtype, F&& fn) {
   static const bool half_on = staged_on(kStagedHalfNorm);
-  const bool ok = half_on ? dispatch_float(dtype, fn) : dispatch_f32_f64(dtype, fn);
+  const bool ok = half_on ? visit_float(dtype, fn) : visit_f32_f64(dtype, fn);
   if (!ok) sdk::unsupported_dtype(dtype);
 }
 
@@ -174,8 +174,8 @@ __global__ void bn_apply_kernel(const T* __restrict__ x, T* __restrict__ y,
 
 void batch_norm_impl(const OpArgs& args, const Launch& l) {
   const sdk::BatchNorm o = sdk::batch_norm_operands(args);
-  const Tensor &x = o.x, &weight = o.weight, &bias = o.bias, &y = o.y, &mean = o.mean,
-               &invstd = o.invstd, &running_mean = o.running_mean, &running_var = o.running_var;
+  const TensorView &x = o.x, &weight = o.weight, &bias = o.bias, &y = o.y, &mean = o.mean,
+                   &invstd = o.invstd, &running_mean = o.running_mean, &running_var = o.running_var;
   const double momentum = o.momentum, eps = o.eps;
   const ChannelLayout& cl = o.layout;
   if (cl.c == 0) return;
@@ -185,7 +185,7 @@ void batch_norm_impl(const OpArgs& args, const Launch& l) {
   auto* coef =
       static_cast<BnForwardCoef*>(l.scratch(static_cast<size_t>(cl.c) * sizeof(BnForwardCoef)));
   const bool small = fits_32(x.numel());
-  dispatch_norm(x.dtype, [&](auto tag) {
+  visit_norm(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const dim3 stats_grid(static_cast<unsigned>(chunks), channel_grid_y(cl.c));
     if (small) {
@@ -291,8 +291,9 @@ __global__ void bn_backward_apply_kernel(const T* __restrict__ grad_y, const T* 
 
 void batch_norm_backward_impl(const OpArgs& args, const Launch& l) {
   const sdk::BatchNormBackward o = sdk::batch_norm_backward_operands(args);
-  const Tensor &grad_y = o.grad_y, &x = o.x, &weight = o.weight, &mean = o.mean, &invstd = o.invstd,
-               &grad_x = o.grad_x, &grad_weight = o.grad_weight, &grad_bias = o.grad_bias;
+  const TensorView &grad_y = o.grad_y, &x = o.x, &weight = o.weight, &mean = o.mean,
+                   &invstd = o.invstd, &grad_x = o.grad_x, &grad_weight = o.grad_weight,
+                   &grad_bias = o.grad_bias;
   const ChannelLayout& cl = o.layout;
   if (cl.c == 0) return;
   const int64_t chunks = chunks_for(cl);
@@ -301,7 +302,7 @@ void batch_norm_backward_impl(const OpArgs& args, const Launch& l) {
   auto* coef =
       static_cast<BnBackwardCoef*>(l.scratch(static_cast<size_t>(cl.c) * sizeof(BnBackwardCoef)));
   const bool small = fits_32(x.numel());
-  dispatch_norm(x.dtype, [&](auto tag) {
+  visit_norm(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const dim3 stats_grid(static_cast<unsigned>(chunks), channel_grid_y(cl.c));
     if (small) {
@@ -382,12 +383,12 @@ __global__ void layer_norm_kernel(const T* __restrict__ x, const T* __restrict__
 
 void layer_norm_impl(const OpArgs& args, const Launch& l) {
   const sdk::LayerNorm o = sdk::layer_norm_operands(args);
-  const Tensor &x = o.x, &weight = o.weight, &bias = o.bias, &y = o.y, &mean = o.mean,
-               &invstd = o.invstd;
+  const TensorView &x = o.x, &weight = o.weight, &bias = o.bias, &y = o.y, &mean = o.mean,
+                   &invstd = o.invstd;
   const double eps = o.eps;
   const RowLayout& rl = o.layout;
   if (rl.m == 0) return;
-  dispatch_norm(x.dtype, [&](auto tag) {
+  visit_norm(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     layer_norm_kernel<T><<<row_grid(rl.m), row_threads(rl.d), 0, l.stream()>>>(
         x.ptr<const T>(), weight.ptr<const T>(), bias.ptr<const T>(), y.ptr<T>(), mean.ptr<T>(),
@@ -472,15 +473,16 @@ __global__ void layer_norm_backward_reduce_kernel(const double* __restrict__ par
 
 void layer_norm_backward_impl(const OpArgs& args, const Launch& l) {
   const sdk::LayerNormBackward o = sdk::layer_norm_backward_operands(args);
-  const Tensor &grad_y = o.grad_y, &x = o.x, &weight = o.weight, &mean = o.mean, &invstd = o.invstd,
-               &grad_x = o.grad_x, &grad_weight = o.grad_weight, &grad_bias = o.grad_bias;
+  const TensorView &grad_y = o.grad_y, &x = o.x, &weight = o.weight, &mean = o.mean,
+                   &invstd = o.invstd, &grad_x = o.grad_x, &grad_weight = o.grad_weight,
+                   &grad_bias = o.grad_bias;
   const RowLayout& rl = o.layout;
   if (rl.d == 0) return;
   // Row chunks of at least 32 rows, at most 512 chunks: a function of M only.
   const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>((rl.m + 31) / 32, 512));
   auto* partials =
       static_cast<double*>(l.scratch(static_cast<size_t>(chunks * rl.d * 2) * sizeof(double)));
-  dispatch_norm(x.dtype, [&](auto tag) {
+  visit_norm(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (rl.m > 0) {
       layer_norm_backward_rows_kernel<T><<<row_grid(rl.m), row_threads(rl.d), 0, l.stream()>>>(

@@ -45,9 +45,9 @@ __device__ __forceinline__ double sqrt_rn(double a) { return __dsqrt_rn(a); }
 // float16 and bfloat16 only while staged code is on (supports_optim_staged declines
 // them otherwise, so this is a second lock).
 template <class F>
-bool dispatch_optim(kiln_dtype dtype, F&& fn) {
+bool visit_optim(kiln_dtype dtype, F&& fn) {
   static const bool half_on = staged_on(kStagedHalfOptim);
-  return half_on ? dispatch_float(dtype, fn) : dispatch_f32_f64(dtype, fn);
+  return half_on ? visit_float(dtype, fn) : visit_f32_f64(dtype, fn);
 }
 
 int32_t supports_optim_staged(void* context, const kiln_op_args* args) noexcept {
@@ -100,8 +100,8 @@ __global__ void sgd_kernel(T* __restrict__ param, T* __restrict__ buffer,
 }
 
 template <class T, bool kMomentum>
-void launch_sgd(const Tensor* const (&ops)[kMomentum ? 3 : 2], const SgdScalars<compute_t<T>>& s,
-                const Launch& l) {
+void launch_sgd(const TensorView* const (&ops)[kMomentum ? 3 : 2],
+                const SgdScalars<compute_t<T>>& s, const Launch& l) {
   const StridedIndexer<kMomentum ? 3 : 2> ix = make_indexer(ops);
   const int64_t n = ops[0]->numel();
   T* param = ops[0]->template ptr<T>();
@@ -120,13 +120,13 @@ void launch_sgd(const Tensor* const (&ops)[kMomentum ? 3 : 2], const SgdScalars<
 void sgd_step_impl(const OpArgs& args, const Launch& l) {
   const sdk::SgdStep step = sdk::sgd_step(args);
   if (step.param.numel() == 0) return;
-  if (!dispatch_optim(step.param.dtype, [&](auto tag) {
+  if (!visit_optim(step.param.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         if (step.has_momentum()) {
-          const Tensor* ops[3] = {&step.param, &step.buffer, &step.grad};
+          const TensorView* ops[3] = {&step.param, &step.buffer, &step.grad};
           launch_sgd<T, true>(ops, step.scalars<compute_t<T>>(), l);
         } else {
-          const Tensor* ops[2] = {&step.param, &step.grad};
+          const TensorView* ops[2] = {&step.param, &step.grad};
           launch_sgd<T, false>(ops, step.scalars<compute_t<T>>(), l);
         }
       })) {
@@ -174,12 +174,12 @@ __global__ void adam_kernel(T* __restrict__ param, T* __restrict__ exp_avg,
 
 void adam_step_impl(const OpArgs& args, const Launch& l) {
   const sdk::AdamStep step = sdk::adam_step(args);
-  const Tensor &param = step.param, &exp_avg = step.exp_avg, &exp_avg_sq = step.exp_avg_sq;
+  const TensorView &param = step.param, &exp_avg = step.exp_avg, &exp_avg_sq = step.exp_avg_sq;
   if (param.numel() == 0) return;
-  if (!dispatch_optim(param.dtype, [&](auto tag) {
+  if (!visit_optim(param.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         const AdamScalars<compute_t<T>> s = step.scalars<compute_t<T>>();
-        const Tensor* ops[4] = {&param, &exp_avg, &exp_avg_sq, &step.grad};
+        const TensorView* ops[4] = {&param, &exp_avg, &exp_avg_sq, &step.grad};
         const StridedIndexer<4> ix = make_indexer(ops);
         const int64_t n = param.numel();
         if (is_linear(ix)) {
@@ -227,12 +227,12 @@ void non_finite_check_and_unscale_impl(const OpArgs& args, const Launch& l) {
   const float* inv_scale = u.inv_scale.ptr<const float>();
   float* found_inf = u.found_inf.ptr<float>();
   for (size_t i = 0; i < u.num_grads; ++i) {
-    const Tensor& grad = u.grads[i];
+    const TensorView& grad = u.grads[i];
     const int64_t n = grad.numel();
     if (n == 0) continue;
-    if (!dispatch_float(grad.dtype, [&](auto tag) {
+    if (!visit_float(grad.dtype, [&](auto tag) {
           using T = typename decltype(tag)::type;
-          const Tensor* ops[1] = {&grad};
+          const TensorView* ops[1] = {&grad};
           const StridedIndexer<1> ix = make_indexer(ops);
           if (is_linear(ix)) {
             unscale_kernel<T, true><<<grid_for(n, l), kThreads, 0, l.stream()>>>(

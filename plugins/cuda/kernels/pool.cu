@@ -34,8 +34,8 @@ using sdk::pool_shape;
 using sdk::PoolShape;
 
 template <class F>
-void dispatch_pool(kiln_dtype dtype, F&& fn) {
-  if (!dispatch_float(dtype, fn)) sdk::unsupported_dtype(dtype);
+void visit_pool(kiln_dtype dtype, F&& fn) {
+  if (!visit_float(dtype, fn)) sdk::unsupported_dtype(dtype);
 }
 
 // Index arithmetic runs in I: uint32_t when every index, size and window position of
@@ -137,7 +137,7 @@ void max_pool2d_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(1, 2);
   Window wh, ww;
   sdk::pool_windows(sdk::attrs::max_pool2d::read(args), wh, ww);
-  const Tensor x = args.input(0), y = args.output(0), indices = args.output(1);
+  const TensorView x = args.input(0), y = args.output(0), indices = args.output(1);
   const PoolShape s = pool_shape(x, y);
   sdk::expect_dtype(y, x.dtype, "y");
   sdk::expect_dtype(indices, KILN_DTYPE_INT64, "indices");
@@ -146,7 +146,7 @@ void max_pool2d_impl(const OpArgs& args, const Launch& l) {
   const int64_t total = y.numel();
   if (total == 0) return;
   const bool last_nan = staged_on(kStagedMaxPoolLastNaN);  // a lookup in a short list
-  dispatch_pool(x.dtype, [&](auto tag) {
+  visit_pool(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_index_type(fits_32(s, wh, ww), [&](auto index_tag) {
       using I = typename decltype(index_tag)::type;
@@ -217,7 +217,7 @@ void max_pool2d_backward_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(2, 1);
   Window wh, ww;
   sdk::pool_windows(sdk::attrs::max_pool2d_backward::read(args), wh, ww);
-  const Tensor grad_y = args.input(0), indices = args.input(1), grad_x = args.output(0);
+  const TensorView grad_y = args.input(0), indices = args.input(1), grad_x = args.output(0);
   const PoolShape s = pool_shape(grad_x, grad_y);
   sdk::expect_dtype(grad_x, grad_y.dtype, "grad_x");
   sdk::expect_dtype(indices, KILN_DTYPE_INT64, "indices");
@@ -225,7 +225,7 @@ void max_pool2d_backward_impl(const OpArgs& args, const Launch& l) {
   sdk::expect_contiguous(indices, "indices");
   const int64_t total = std::max(grad_x.numel(), grad_y.numel());
   if (grad_x.numel() == 0) return;
-  dispatch_pool(grad_y.dtype, [&](auto tag) {
+  visit_pool(grad_y.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_index_type(fits_32(s, wh, ww), [&](auto index_tag) {
       using I = typename decltype(index_tag)::type;
@@ -313,12 +313,12 @@ void avg_pool2d_impl(const OpArgs& args, const Launch& l) {
   const auto a = sdk::attrs::avg_pool2d::read(args);  // ceil_mode: y's shape reflects it
   sdk::pool_windows(a, wh, ww);
   const bool count_include_pad = a.count_include_pad != 0;
-  const Tensor x = args.input(0), y = args.output(0);
+  const TensorView x = args.input(0), y = args.output(0);
   const PoolShape s = pool_shape(x, y);
   sdk::expect_dtype(y, x.dtype, "y");
   const int64_t total = y.numel();
   if (total == 0) return;
-  dispatch_pool(x.dtype, [&](auto tag) {
+  visit_pool(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_index_type(fits_32(s, wh, ww), [&](auto index_tag) {
       using I = typename decltype(index_tag)::type;
@@ -335,12 +335,12 @@ void avg_pool2d_backward_impl(const OpArgs& args, const Launch& l) {
   const auto a = sdk::attrs::avg_pool2d_backward::read(args);  // ceil_mode: y's shape reflects it
   sdk::pool_windows(a, wh, ww);
   const bool count_include_pad = a.count_include_pad != 0;
-  const Tensor grad_y = args.input(0), grad_x = args.output(0);
+  const TensorView grad_y = args.input(0), grad_x = args.output(0);
   const PoolShape s = pool_shape(grad_x, grad_y);
   sdk::expect_dtype(grad_x, grad_y.dtype, "grad_x");
   const int64_t total = grad_x.numel();
   if (total == 0) return;
-  dispatch_pool(grad_y.dtype, [&](auto tag) {
+  visit_pool(grad_y.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_index_type(fits_32(s, wh, ww), [&](auto index_tag) {
       using I = typename decltype(index_tag)::type;
@@ -409,12 +409,12 @@ __global__ void adaptive_avg_pool_backward_kernel(const T* __restrict__ grad_y,
 
 void adaptive_avg_pool2d_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(1, 1);
-  const Tensor x = args.input(0), y = args.output(0);
+  const TensorView x = args.input(0), y = args.output(0);
   const PoolShape s = pool_shape(x, y);
   sdk::expect_dtype(y, x.dtype, "y");
   const int64_t total = y.numel();
   if (total == 0) return;
-  dispatch_pool(x.dtype, [&](auto tag) {
+  visit_pool(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     adaptive_avg_pool_kernel<T>
         <<<grid_for(total, l), kThreads, 0, l.stream()>>>(x.ptr<const T>(), y.ptr<T>(), s);
@@ -424,7 +424,7 @@ void adaptive_avg_pool2d_impl(const OpArgs& args, const Launch& l) {
 
 void adaptive_avg_pool2d_backward_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(1, 1);
-  const Tensor grad_y = args.input(0), grad_x = args.output(0);
+  const TensorView grad_y = args.input(0), grad_x = args.output(0);
   const PoolShape s = pool_shape(grad_x, grad_y);
   sdk::expect_dtype(grad_x, grad_y.dtype, "grad_x");
   const int64_t total = grad_x.numel();
@@ -434,7 +434,7 @@ void adaptive_avg_pool2d_backward_impl(const OpArgs& args, const Launch& l) {
           "adaptive_avg_pool2d_backward: cudaMemsetAsync");
     return;
   }
-  dispatch_pool(grad_y.dtype, [&](auto tag) {
+  visit_pool(grad_y.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     adaptive_avg_pool_backward_kernel<T><<<grid_for(total, l), kThreads, 0, l.stream()>>>(
         grad_y.ptr<const T>(), grad_x.ptr<T>(), s);

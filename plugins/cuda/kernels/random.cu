@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(kThreads)
 
 void random_uniform_impl(const OpArgs& args, const Launch& launch) {
   const sdk::RandomFill r = sdk::random_fill(args, sdk::attrs::random_uniform::read(args));
-  const Tensor& y = r.y;
+  const TensorView& y = r.y;
   const int64_t n = y.numel();
   const cudaStream_t stream = launch.stream();
   if (y.dtype == KILN_DTYPE_FLOAT64) {
@@ -98,7 +98,7 @@ void random_uniform_impl(const OpArgs& args, const Launch& launch) {
   // low and high are rounded to float32 first: the float32 mapping works in float32.
   const float low = static_cast<float>(r.a);
   const float high = static_cast<float>(r.b);
-  if (!dispatch<TypeList<float, float16, bfloat16>>(y.dtype, [&](auto tag) {
+  if (!visit_dtype<TypeList<float, float16, bfloat16>>(y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         if (n == 0) return;
         uniform32_kernel<T><<<grid_for((n + 3) / 4, launch), kThreads, 0, stream>>>(
@@ -110,9 +110,9 @@ void random_uniform_impl(const OpArgs& args, const Launch& launch) {
 
 void random_normal_impl(const OpArgs& args, const Launch& launch) {
   const sdk::RandomFill r = sdk::random_fill(args, sdk::attrs::random_normal::read(args));
-  const Tensor& y = r.y;
+  const TensorView& y = r.y;
   const int64_t n = y.numel();
-  if (!dispatch<FloatTypes>(y.dtype, [&](auto tag) {
+  if (!visit_dtype<FloatTypes>(y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         if (n == 0) return;
         normal_kernel<T><<<grid_for((n + 1) / 2, launch), kThreads, 0, launch.stream()>>>(
@@ -124,11 +124,11 @@ void random_normal_impl(const OpArgs& args, const Launch& launch) {
 
 void dropout_impl(const OpArgs& args, const Launch& launch) {
   const sdk::Dropout d = sdk::dropout_operands(args);
-  const Tensor &x = d.x, &y = d.y, &mask = d.mask;
+  const TensorView &x = d.x, &y = d.y, &mask = d.mask;
   const double p = d.p;
   const uint64_t seed = d.seed, offset = d.offset;
   const int64_t n = x.numel();
-  if (!dispatch<FloatTypes>(x.dtype, [&](auto tag) {
+  if (!visit_dtype<FloatTypes>(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         if (n == 0) return;
         dropout_kernel<T><<<grid_for((n + 3) / 4, launch), kThreads, 0, launch.stream()>>>(

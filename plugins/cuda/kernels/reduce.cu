@@ -585,7 +585,7 @@ template <template <class> class Policy, class... Lists>
 void simple_impl(const OpArgs& args, const Launch& launch) {
   const ReduceOperands o(args);
   expect_dtype(o.y, o.x.dtype, "y");
-  if (!dispatch<Lists...>(o.x.dtype, [&](auto tag) {
+  if (!visit_dtype<Lists...>(o.x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         run_reduce(launch, o.plan, o.x.data, o.y.ptr<T>(), Policy<T>{});
       })) {
@@ -604,7 +604,7 @@ void arg_impl(const OpArgs& args, const Launch& launch) {
   expect_dtype(o.y, KILN_DTYPE_INT64, "y");
   KILN_SDK_CHECK_ARG(o.plan.reduced_dims <= 1, "exactly one dimension may be reduced, got ",
                      o.plan.reduced_dims);
-  if (!dispatch<FloatTypes, IntTypes>(o.x.dtype, [&](auto tag) {
+  if (!visit_dtype<FloatTypes, IntTypes>(o.x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         run_reduce(launch, o.plan, o.x.data, o.y.ptr<int64_t>(), ArgPolicy<T, kMax>{});
       })) {
@@ -616,7 +616,7 @@ void var_impl(const OpArgs& args, const Launch& launch) {
   const int64_t correction = sdk::attrs::var::read(args).correction;
   const ReduceOperands o(args);
   expect_dtype(o.y, o.x.dtype, "y");
-  if (!dispatch<FloatTypes>(o.x.dtype, [&](auto tag) {
+  if (!visit_dtype<FloatTypes>(o.x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         run_reduce(launch, o.plan, o.x.data, o.y.ptr<T>(), VarPolicy<T>{correction});
       })) {

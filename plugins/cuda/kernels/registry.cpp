@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "dispatch.h"
+#include "kernel_call.h"
 
 namespace kiln::cuda {
 

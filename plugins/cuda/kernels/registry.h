@@ -82,7 +82,7 @@ void stage_kernel(KernelList& list) {
 namespace op = sdk::catalogue;
 
 /// Every kernel of the plugin, for the kit's get_kernel: one sdk::KernelEntry per
-/// KernelEntry, each running through the per-call hook run_bound_kernel (dispatch.h)
+/// KernelEntry, each running through the per-call hook run_bound_kernel (kernel_call.h)
 /// with the KernelEntry as its `data`. Built once (two kernels for one op throw
 /// INTERNAL), never destroyed: a kernel may still run while statics are destroyed at exit.
 const sdk::KernelTable& kernel_table();

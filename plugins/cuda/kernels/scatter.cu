@@ -44,7 +44,7 @@ __device__ __forceinline__ T accumulate(T target, T value) {
 
 // Every dtype but bool: floats, int32, int64, uint8.
 template <class Fn>
-bool dispatch_scatter(kiln_dtype dtype, Fn&& fn) {
+bool visit_scatter(kiln_dtype dtype, Fn&& fn) {
   switch (dtype) {
     case KILN_DTYPE_INT32:
       fn(Tag<int32_t>{});
@@ -56,7 +56,7 @@ bool dispatch_scatter(kiln_dtype dtype, Fn&& fn) {
       fn(Tag<uint8_t>{});
       return true;
     default:
-      return dispatch_float(dtype, fn);
+      return visit_float(dtype, fn);
   }
 }
 
@@ -131,8 +131,9 @@ constexpr int64_t kMinColumns = 1 << 16;
 constexpr int64_t kMinSortedLength = 64;
 
 template <class T>
-void index_add_sorted(const Tensor& index, const Tensor& source, const Tensor& y, int64_t outer,
-                      int64_t inner, int64_t length, int64_t y_dim, int64_t dim, const Launch& l) {
+void index_add_sorted(const TensorView& index, const TensorView& source, const TensorView& y,
+                      int64_t outer, int64_t inner, int64_t length, int64_t y_dim, int64_t dim,
+                      const Launch& l) {
   auto* keys_in = static_cast<uint32_t*>(l.scratch(static_cast<size_t>(length) * 4));
   auto* keys_out = static_cast<uint32_t*>(l.scratch(static_cast<size_t>(length) * 4));
   auto* pos_in = static_cast<int32_t*>(l.scratch(static_cast<size_t>(length) * 4));
@@ -160,7 +161,7 @@ void index_add_sorted(const Tensor& index, const Tensor& source, const Tensor& y
 
 void index_add_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(2, 1);
-  const Tensor index = args.input(0), source = args.input(1), y = args.output(0);
+  const TensorView index = args.input(0), source = args.input(1), y = args.output(0);
   const int64_t dim = checked_dim(args, y.ndim);
   sdk::expect_dtype(index, KILN_DTYPE_INT64, "index");
   sdk::expect_dtype(source, y.dtype, "source");
@@ -171,7 +172,7 @@ void index_add_impl(const OpArgs& args, const Launch& l) {
     KILN_SDK_CHECK_ARG(source.shape[d] == want, "source.shape[", d, "] = ", source.shape[d],
                        ", expected ", want);
   }
-  for (const Tensor* t : {&index, &source, &y}) sdk::expect_contiguous(*t, "operand");
+  for (const TensorView* t : {&index, &source, &y}) sdk::expect_contiguous(*t, "operand");
   if (source.numel() == 0) return;
 
   int64_t outer = 1, inner = 1;
@@ -180,7 +181,7 @@ void index_add_impl(const OpArgs& args, const Launch& l) {
   const int64_t length = index.shape[0], y_dim = y.shape[dim];
   const bool sorted = outer * inner < kMinColumns && length >= kMinSortedLength &&
                       length <= INT32_MAX && y_dim < UINT32_MAX;
-  if (!dispatch_scatter(y.dtype, [&](auto tag) {
+  if (!visit_scatter(y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         if (sorted) {
           index_add_sorted<T>(index, source, y, outer, inner, length, y_dim, dim, l);
@@ -236,7 +237,7 @@ __global__ void scatter_add_kernel(const int64_t* __restrict__ index, const T* _
 
 void scatter_add_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(2, 1);
-  const Tensor index = args.input(0), source = args.input(1), y = args.output(0);
+  const TensorView index = args.input(0), source = args.input(1), y = args.output(0);
   const int64_t dim = checked_dim(args, y.ndim);
   sdk::expect_dtype(index, KILN_DTYPE_INT64, "index");
   sdk::expect_dtype(source, y.dtype, "source");
@@ -248,7 +249,7 @@ void scatter_add_impl(const OpArgs& args, const Launch& l) {
         "index.shape[", d, "] = ", index.shape[d], " exceeds source ", sdk::shape_string(source),
         " or y ", sdk::shape_string(y));
   }
-  for (const Tensor* t : {&index, &source, &y}) sdk::expect_contiguous(*t, "operand");
+  for (const TensorView* t : {&index, &source, &y}) sdk::expect_contiguous(*t, "operand");
   if (index.numel() == 0) return;
   KILN_SDK_CHECK(y.ndim <= kMaxDims, KILN_STATUS_UNSUPPORTED, "rank ", y.ndim, " above ", kMaxDims);
 
@@ -269,7 +270,7 @@ void scatter_add_impl(const OpArgs& args, const Launch& l) {
   g.length = index.shape[dim];
   g.y_dim = y.shape[dim];
   const int64_t items = index.numel() / g.length;
-  if (!dispatch_scatter(y.dtype, [&](auto tag) {
+  if (!visit_scatter(y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         scatter_add_kernel<T><<<grid_for(items, l), kThreads, 0, l.stream()>>>(
             index.ptr<const int64_t>(), source.ptr<const T>(), y.ptr<T>(), g, items, error_sink(l));

@@ -25,7 +25,7 @@ using namespace dnn;
 
 using sdk::Lines;
 
-Lines lines_of(const OpArgs& args, const Tensor& x) {
+Lines lines_of(const OpArgs& args, const TensorView& x) {
   return sdk::lines_of(x, sdk::attrs::softmax::read(args).dim);  // all four ops: one list
 }
 
@@ -185,14 +185,14 @@ unsigned row_blocks(int64_t lines, int64_t lines_per_block, const Launch& l) {
 template <bool kLog>
 void softmax_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(1, 1);
-  const Tensor x = args.input(0), y = args.output(0);
+  const TensorView x = args.input(0), y = args.output(0);
   const Lines lines = lines_of(args, x);
   sdk::expect_same_shape(y, x, "y");
   sdk::expect_contiguous(y, "y");
   sdk::expect_dtype(y, x.dtype, "y");
   if (lines.d == 0 || lines.count() == 0) return;
   const bool pytorch_shift = staged_on(kStagedSoftmaxShift);  // a lookup in a short list
-  if (!dispatch_float(x.dtype, [&](auto tag) {
+  if (!visit_float(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* in = x.ptr<const T>();
         T* out = y.ptr<T>();
@@ -217,15 +217,15 @@ void softmax_impl(const OpArgs& args, const Launch& l) {
 template <bool kLog>
 void softmax_backward_impl(const OpArgs& args, const Launch& l) {
   args.expect_counts(2, 1);
-  const Tensor grad_y = args.input(0), y = args.input(1), grad_x = args.output(0);
+  const TensorView grad_y = args.input(0), y = args.input(1), grad_x = args.output(0);
   const Lines lines = lines_of(args, y);
-  for (const Tensor* t : {&grad_y, &grad_x}) {
+  for (const TensorView* t : {&grad_y, &grad_x}) {
     sdk::expect_same_shape(*t, y, "gradient");
     sdk::expect_contiguous(*t, "gradient");
     sdk::expect_dtype(*t, y.dtype, "gradient");
   }
   if (lines.d == 0 || lines.count() == 0) return;
-  if (!dispatch_float(y.dtype, [&](auto tag) {
+  if (!visit_float(y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* g = grad_y.ptr<const T>();
         const T* out = y.ptr<const T>();

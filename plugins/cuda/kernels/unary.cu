@@ -24,9 +24,9 @@ using sdk::GeluExact, sdk::GeluExactGrad, sdk::GeluTanh, sdk::GeluTanhGrad, sdk:
 template <class Op, uint32_t Dtypes>
 void unary_same_dtype(const OpArgs& args, const Launch& launch) {
   const sdk::UnaryOperands o = sdk::unary_operands(args);
-  const Tensor &x = o.x, &y = o.y;
-  const Tensor* ops[2] = {&y, &x};
-  if (!sdk::dispatch_in<Dtypes>(x.dtype, [&](auto tag) {
+  const TensorView &x = o.x, &y = o.y;
+  const TensorView* ops[2] = {&y, &x};
+  if (!sdk::visit_dtype_in<Dtypes>(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         run_elementwise<T, T>(launch, ops, Op{});
       })) {
@@ -45,8 +45,8 @@ void gelu_impl(const OpArgs& args, const Launch& launch) {
 template <class Op>
 void backward_impl(const OpArgs& args, const Launch& launch, const char* second_name) {
   const sdk::GradOperands o = sdk::grad_operands(args, second_name);
-  const Tensor* ops[3] = {&o.grad_x, &o.grad_y, &o.second};
-  if (!dispatch<FloatTypes>(o.grad_y.dtype, [&](auto tag) {
+  const TensorView* ops[3] = {&o.grad_x, &o.grad_y, &o.second};
+  if (!visit_dtype<FloatTypes>(o.grad_y.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         run_elementwise<T, T, T>(launch, ops, Op{});
       })) {
@@ -67,9 +67,9 @@ void relu_backward_impl(const OpArgs& args, const Launch& launch) {
 
 void clamp_impl(const OpArgs& args, const Launch& launch) {
   const sdk::UnaryOperands o = sdk::unary_operands(args);
-  const Tensor &x = o.x, &y = o.y;
-  const Tensor* ops[2] = {&y, &x};
-  if (!dispatch<FloatTypes, SignedIntTypes>(x.dtype, [&](auto tag) {
+  const TensorView &x = o.x, &y = o.y;
+  const TensorView* ops[2] = {&y, &x};
+  if (!visit_dtype<FloatTypes, SignedIntTypes>(x.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         run_elementwise<T, T>(launch, ops, sdk::clamp_for<T>(args));
       })) {
@@ -79,9 +79,9 @@ void clamp_impl(const OpArgs& args, const Launch& launch) {
 
 void logical_not_impl(const OpArgs& args, const Launch& launch) {
   const sdk::UnaryOperands o = sdk::unary_operands(args, KILN_DTYPE_BOOL);
-  const Tensor &x = o.x, &y = o.y;
-  const Tensor* ops[2] = {&y, &x};
-  if (!dispatch<AllTypes>(x.dtype, [&](auto tag) {
+  const TensorView &x = o.x, &y = o.y;
+  const TensorView* ops[2] = {&y, &x};
+  if (!visit_dtype<AllTypes>(x.dtype, [&](auto tag) {
         run_elementwise<bool, typename decltype(tag)::type>(launch, ops, LogicalNot{});
       })) {
     unsupported_dtype(x.dtype);

@@ -32,8 +32,8 @@ struct ConvGeometry {
 /// Reads stride, padding, dilation and groups and checks x/w/y (each call passes the
 /// tensors it has: x or grad_x, w or grad_w, y or grad_y): 4-D, contiguous, channels
 /// that fit the groups, and y of the size the attributes give.
-inline ConvGeometry conv_geometry(const OpArgs& args, const Tensor& x, const Tensor& w,
-                                  const Tensor& y) {
+inline ConvGeometry conv_geometry(const OpArgs& args, const TensorView& x, const TensorView& w,
+                                  const TensorView& y) {
   const auto a = attrs::conv2d::read(args);  // the backward ops take the same attributes
   const int64_t *stride = a.stride, *padding = a.padding, *dilation = a.dilation;
   const int64_t groups = a.groups;

@@ -36,9 +36,9 @@ struct Linspace {
 };
 
 /// The checked output of both ops: 1-D, any stride.
-inline Tensor creation_output(const OpArgs& args) {
+inline TensorView creation_output(const OpArgs& args) {
   args.expect_counts(0, 1);
-  const Tensor y = args.output(0);
+  const TensorView y = args.output(0);
   KILN_SDK_CHECK_ARG(y.ndim == 1, "y must be 1-D, got ", y.ndim, "-D");
   return y;
 }

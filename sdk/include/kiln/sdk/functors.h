@@ -13,7 +13,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "kiln/sdk/dtype_dispatch.h"  // is_nan
+#include "kiln/sdk/dtype_visit.h"  // is_nan
 #include "kiln/sdk/host_device.h"
 
 namespace kiln::sdk {

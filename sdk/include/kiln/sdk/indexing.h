@@ -25,11 +25,11 @@ inline int64_t checked_dim(const OpArgs& args, int32_t ndim) {
 /// A checked gather. The views point into the plan's own stride vectors: move it, never
 /// copy it.
 struct GatherPlan {
-  Tensor y, index_view, x_view;
+  TensorView y, index_view, x_view;
   int64_t dim = 0;
   int64_t dim_stride = 0;  // x's stride along dim, elements
   int64_t bound = 0;       // x's size along dim: every index must be in [0, bound)
-  Tensor index;            // the index as given (its values are what a kernel checks)
+  TensorView index;        // the index as given (its values are what a kernel checks)
   std::vector<int64_t> index_strides, x_strides;
 
   GatherPlan() = default;
@@ -44,7 +44,7 @@ namespace detail {
 inline GatherPlan gather_common(const OpArgs& args) {
   args.expect_counts(2, 1);
   GatherPlan p;
-  const Tensor x = args.input(0);
+  const TensorView x = args.input(0);
   p.index = args.input(1);
   p.y = args.output(0);
   p.dim = checked_dim(args, x.ndim);
@@ -57,7 +57,7 @@ inline GatherPlan gather_common(const OpArgs& args) {
   return p;
 }
 
-inline void finish_views(GatherPlan& p, const Tensor& x) {
+inline void finish_views(GatherPlan& p, const TensorView& x) {
   expect_contiguous(p.y, "y");  // neither op's kernels take strided outputs
   p.x_view = p.y;
   p.x_view.data = x.data;
@@ -70,7 +70,7 @@ inline void finish_views(GatherPlan& p, const Tensor& x) {
 /// along dim.
 inline GatherPlan plan_index_select(const OpArgs& args) {
   GatherPlan p = detail::gather_common(args);
-  const Tensor x = args.input(0);
+  const TensorView x = args.input(0);
   KILN_SDK_CHECK_ARG(p.index.ndim == 1, "index must be 1-D, got ", p.index.ndim, "-D");
   KILN_SDK_CHECK_ARG(p.y.ndim == x.ndim, "y must have x's rank ", x.ndim, ", got ", p.y.ndim);
   for (int32_t d = 0; d < x.ndim; ++d) {
@@ -93,7 +93,7 @@ inline GatherPlan plan_index_select(const OpArgs& args) {
 /// index's shape.
 inline GatherPlan plan_gather(const OpArgs& args) {
   GatherPlan p = detail::gather_common(args);
-  const Tensor x = args.input(0);
+  const TensorView x = args.input(0);
   KILN_SDK_CHECK_ARG(p.index.ndim == x.ndim, "index must have x's rank ", x.ndim, ", got ",
                      p.index.ndim);
   expect_same_shape(p.y, p.index, "y");

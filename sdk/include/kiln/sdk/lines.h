@@ -28,7 +28,7 @@ struct Lines {
 };
 
 /// The lines of contiguous `x` along `dim`; throws for a bad dim or a strided x.
-inline Lines lines_of(const Tensor& x, int64_t dim) {
+inline Lines lines_of(const TensorView& x, int64_t dim) {
   KILN_SDK_CHECK_ARG(dim >= 0 && dim < x.ndim, "dim ", dim, " is out of range for ",
                      shape_string(x));
   expect_contiguous(x, "x");

@@ -50,8 +50,8 @@ struct LoopPlan {
 /// more than kMaxLoopDims dims of size > 1 remain. An empty output gives numel 0 and
 /// nothing else.
 template <int N>
-void plan_loop(const Tensor* const (&ops)[N], LoopPlan<N>& p) {
-  const Tensor& out = *ops[0];
+void plan_loop(const TensorView* const (&ops)[N], LoopPlan<N>& p) {
+  const TensorView& out = *ops[0];
   int nd = 0;
   p.numel = 1;
   for (int32_t d = 0; d < out.ndim; ++d) {

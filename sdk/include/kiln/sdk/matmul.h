@@ -19,14 +19,14 @@ struct MatmulShape {
 };
 
 struct Matmul {
-  Tensor a, b, y;
+  TensorView a, b, y;
   MatmulShape shape;
 };
 
 inline Matmul matmul_operands(const OpArgs& args) {
   args.expect_counts(2, 1);
   Matmul o{args.input(0), args.input(1), args.output(0), {}};
-  const Tensor &a = o.a, &b = o.b, &y = o.y;
+  const TensorView &a = o.a, &b = o.b, &y = o.y;
   const int nd = a.ndim;
   KILN_SDK_CHECK_ARG(nd >= 2 && b.ndim == nd && y.ndim == nd,
                      "a, b and y must have one rank >= 2, got ", a.ndim, ", ", b.ndim, ", ",

@@ -19,7 +19,7 @@ struct ChannelLayout {
   int64_t at(int64_t batch, int64_t channel) const { return (batch * c + channel) * s; }
 };
 
-inline ChannelLayout channel_layout(const Tensor& x) {
+inline ChannelLayout channel_layout(const TensorView& x) {
   KILN_SDK_CHECK_ARG(x.ndim >= 2, "x must be [N, C, *], got ", shape_string(x));
   expect_contiguous(x, "x");
   int64_t s = 1;
@@ -32,7 +32,7 @@ struct RowLayout {
   int64_t m, d;
 };
 
-inline RowLayout row_layout(const OpArgs& args, const Tensor& x) {
+inline RowLayout row_layout(const OpArgs& args, const TensorView& x) {
   // layer_norm's and layer_norm_backward's attribute lists differ but share this one
   const int64_t k = attrs::layer_norm_backward::read(args).normalized_ndim;
   KILN_SDK_CHECK_ARG(k >= 1 && k <= x.ndim, "normalized_ndim ", k, " does not fit x ",
@@ -45,7 +45,7 @@ inline RowLayout row_layout(const OpArgs& args, const Tensor& x) {
 
 namespace detail {
 
-using NamedTensor = std::pair<const Tensor*, const char*>;
+using NamedTensor = std::pair<const TensorView*, const char*>;
 
 inline void expect_channel_vectors(std::initializer_list<NamedTensor> vectors,
                                    const ChannelLayout& l, kiln_dtype dtype) {
@@ -55,7 +55,7 @@ inline void expect_channel_vectors(std::initializer_list<NamedTensor> vectors,
   }
 }
 
-inline void expect_like_x(std::initializer_list<NamedTensor> tensors, const Tensor& x) {
+inline void expect_like_x(std::initializer_list<NamedTensor> tensors, const TensorView& x) {
   for (const NamedTensor& v : tensors) {
     expect_same_shape(*v.first, x, v.second);
     expect_contiguous(*v.first, v.second);
@@ -77,7 +77,7 @@ inline void expect_numel(std::initializer_list<NamedTensor> tensors, int64_t n, 
 
 /// kiln.batch_norm: x, weight, bias in; y, mean, invstd, running_mean, running_var out.
 struct BatchNorm {
-  Tensor x, weight, bias, y, mean, invstd, running_mean, running_var;
+  TensorView x, weight, bias, y, mean, invstd, running_mean, running_var;
   double momentum, eps;
   ChannelLayout layout;
 };
@@ -112,7 +112,7 @@ inline BatchNorm batch_norm_operands(const OpArgs& args) {
 /// invstd in; grad_x, grad_weight, grad_bias out; over `Layout`.
 template <class Layout>
 struct NormBackward {
-  Tensor grad_y, x, weight, mean, invstd, grad_x, grad_weight, grad_bias;
+  TensorView grad_y, x, weight, mean, invstd, grad_x, grad_weight, grad_bias;
   Layout layout;
 };
 using BatchNormBackward = NormBackward<ChannelLayout>;
@@ -143,7 +143,7 @@ inline BatchNormBackward batch_norm_backward_operands(const OpArgs& args) {
 
 /// kiln.layer_norm: x, weight, bias in; y, mean, invstd out.
 struct LayerNorm {
-  Tensor x, weight, bias, y, mean, invstd;
+  TensorView x, weight, bias, y, mean, invstd;
   double eps;
   RowLayout layout;
 };

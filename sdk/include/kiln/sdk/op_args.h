@@ -24,8 +24,10 @@ namespace kiln::sdk {
 #define KILN_SDK_CHECK_ARG(cond, ...) \
   KILN_SDK_CHECK(cond, KILN_STATUS_INVALID_ARGUMENT, __VA_ARGS__)
 
-/// One operand: the view with byte_offset applied and the dtype checked.
-struct Tensor {
+/// One operand: a non-owning view of a kiln_tensor_view, with byte_offset applied and the
+/// dtype checked. Its pointers are the caller's, valid for the kernel call (unlike
+/// kiln::Tensor, the frontend's reference-counted handle, which owns its storage).
+struct TensorView {
   char* data = nullptr;
   const int64_t* shape = nullptr;
   const int64_t* strides = nullptr;
@@ -38,7 +40,7 @@ struct Tensor {
     for (int32_t d = 0; d < ndim; ++d) n *= shape[d];
     return n;
   }
-  bool same_shape(const Tensor& other) const {
+  bool same_shape(const TensorView& other) const {
     if (ndim != other.ndim) return false;
     for (int32_t d = 0; d < ndim; ++d) {
       if (shape[d] != other.shape[d]) return false;
@@ -62,6 +64,9 @@ struct Tensor {
     return reinterpret_cast<T*>(data);
   }
 };
+
+/// The 1.0 name, kept for out-of-tree plugins through 1.x (warns when used).
+using Tensor [[deprecated("renamed kiln::sdk::TensorView")]] = TensorView;
 
 /// "float32", "bool", ... for messages.
 inline const char* dtype_name(int32_t dtype) {
@@ -92,7 +97,7 @@ inline const char* dtype_name(int32_t dtype) {
 }
 
 /// "[2,3,4]", for messages.
-inline std::string shape_string(const Tensor& t) {
+inline std::string shape_string(const TensorView& t) {
   std::string out = "[";
   for (int32_t d = 0; d < t.ndim; ++d) {
     if (d > 0) out += ',';
@@ -134,8 +139,10 @@ class OpArgs {
                        " and ", args_->num_outputs);
   }
 
-  Tensor input(size_t i) const { return parse(args_->inputs, args_->num_inputs, i, "input"); }
-  Tensor output(size_t i) const { return parse(args_->outputs, args_->num_outputs, i, "output"); }
+  TensorView input(size_t i) const { return parse(args_->inputs, args_->num_inputs, i, "input"); }
+  TensorView output(size_t i) const {
+    return parse(args_->outputs, args_->num_outputs, i, "output");
+  }
 
   double attr_float(const char* name) const {
     const kiln_attr* a = find(name, KILN_ATTR_FLOAT, "FLOAT");
@@ -184,7 +191,7 @@ class OpArgs {
   const kiln_op_args& raw() const { return *args_; }
 
  private:
-  static Tensor parse(const kiln_tensor_view* views, size_t count, size_t i, const char* what) {
+  static TensorView parse(const kiln_tensor_view* views, size_t count, size_t i, const char* what) {
     KILN_SDK_CHECK_ARG(i < count && views != nullptr, "missing ", what, " ", i);
     const size_t stride = views[0].struct_size;
     KILN_SDK_CHECK_ARG(stride >= KILN_TENSOR_VIEW_SIZE_1_0, what, " ", i,
@@ -192,7 +199,7 @@ class OpArgs {
                        KILN_TENSOR_VIEW_SIZE_1_0);
     const auto& view = *reinterpret_cast<const kiln_tensor_view*>(
         reinterpret_cast<const char*>(views) + i * stride);
-    Tensor t;
+    TensorView t;
     t.ndim = view.ndim;
     t.dtype = static_cast<kiln_dtype>(view.dtype);
     t.itemsize = kiln_dtype_size(view.dtype);
@@ -229,7 +236,7 @@ class OpArgs {
 };
 
 /// Checks that `t` has the same shape as `reference` (elementwise operands).
-inline void expect_same_shape(const Tensor& t, const Tensor& reference, const char* name) {
+inline void expect_same_shape(const TensorView& t, const TensorView& reference, const char* name) {
   if (t.same_shape(reference)) return;
   throw Error(KILN_STATUS_INVALID_ARGUMENT, str_cat(name, " has shape ", shape_string(t),
                                                     ", expected ", shape_string(reference)));
@@ -237,12 +244,13 @@ inline void expect_same_shape(const Tensor& t, const Tensor& reference, const ch
 
 /// Throws INVALID_ARGUMENT unless `t` is contiguous row-major (ops without stride
 /// flags receive such operands; checking keeps a frontend bug from reading past them).
-inline void expect_contiguous(const Tensor& t, const char* name) {
+inline void expect_contiguous(const TensorView& t, const char* name) {
   KILN_SDK_CHECK_ARG(t.is_contiguous(), name, " must be contiguous");
 }
 
 /// Throws INVALID_ARGUMENT unless `t` has shape `shape`.
-inline void expect_shape(const Tensor& t, std::initializer_list<int64_t> shape, const char* name) {
+inline void expect_shape(const TensorView& t, std::initializer_list<int64_t> shape,
+                         const char* name) {
   bool same = t.ndim == static_cast<int32_t>(shape.size());
   int32_t d = 0;
   for (int64_t s : shape) same = same && t.shape[d++] == s;
@@ -258,7 +266,7 @@ inline void expect_shape(const Tensor& t, std::initializer_list<int64_t> shape, 
 }
 
 /// Throws INVALID_ARGUMENT unless `t` has dtype `dtype`.
-inline void expect_dtype(const Tensor& t, kiln_dtype dtype, const char* name) {
+inline void expect_dtype(const TensorView& t, kiln_dtype dtype, const char* name) {
   KILN_SDK_CHECK_ARG(t.dtype == dtype, name, " has dtype ", dtype_name(t.dtype), ", expected ",
                      dtype_name(dtype));
 }

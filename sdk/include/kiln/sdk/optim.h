@@ -43,7 +43,7 @@ struct AdamScalars {
 /// kiln.sgd_step's checked operands: grad in, param and (with momentum) the momentum
 /// buffer updated in place.
 struct SgdStep {
-  Tensor grad, param, buffer;
+  TensorView grad, param, buffer;
   double lr, momentum, dampening, weight_decay;
   bool nesterov, first_step;
 
@@ -81,7 +81,7 @@ inline SgdStep sgd_step(const OpArgs& args) {
 /// kiln.adam_step's checked operands: grad in; param, exp_avg and exp_avg_sq updated
 /// in place.
 struct AdamStep {
-  Tensor grad, param, exp_avg, exp_avg_sq;
+  TensorView grad, param, exp_avg, exp_avg_sq;
   double lr, beta1, beta2, eps, weight_decay;
   bool decoupled;
   int64_t step;  // 1-based
@@ -113,7 +113,7 @@ inline AdamStep adam_step(const OpArgs& args) {
   a.param = args.output(0);
   a.exp_avg = args.output(1);
   a.exp_avg_sq = args.output(2);
-  for (const Tensor* t : {&a.grad, &a.exp_avg, &a.exp_avg_sq}) {
+  for (const TensorView* t : {&a.grad, &a.exp_avg, &a.exp_avg_sq}) {
     expect_same_shape(*t, a.param, "optimizer state");
     expect_dtype(*t, a.param.dtype, "optimizer state");
   }
@@ -123,11 +123,11 @@ inline AdamStep adam_step(const OpArgs& args) {
 /// kiln.non_finite_check_and_unscale's checked operands: inv_scale in, found_inf and 1
 /// to 7 gradients updated in place. inv_scale and found_inf are float32 and hold one
 /// element each (they may live in device memory: nothing here reads them); each
-/// gradient's dtype is the plugin's to dispatch on.
+/// gradient's dtype is the plugin's to switch on (visit_dtype).
 struct Unscale {
   static constexpr size_t kMaxGrads = 7;
-  Tensor inv_scale, found_inf;
-  Tensor grads[kMaxGrads];
+  TensorView inv_scale, found_inf;
+  TensorView grads[kMaxGrads];
   size_t num_grads;
 };
 
@@ -140,7 +140,7 @@ inline Unscale non_finite_check_and_unscale_operands(const OpArgs& args) {
   Unscale u{};
   u.inv_scale = args.input(0);
   u.found_inf = args.output(0);
-  for (const Tensor* t : {&u.inv_scale, &u.found_inf}) {
+  for (const TensorView* t : {&u.inv_scale, &u.found_inf}) {
     const char* what = t == &u.inv_scale ? "inv_scale" : "found_inf";
     expect_dtype(*t, KILN_DTYPE_FLOAT32, what);
     KILN_SDK_CHECK_ARG(t->numel() == 1, what, " must hold one element, got shape ",

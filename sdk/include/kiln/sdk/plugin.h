@@ -1,6 +1,6 @@
 // kiln/sdk/plugin.h — write a Kiln backend as a few C++ classes; the kit makes the C ABI.
 //
-// A plugin author derives a Device (memory, copies, optionally streams, events and
+// A plugin author derives a BackendDevice (memory, copies, optionally streams, events and
 // kernels) and a Backend (how many devices, which one is which), and names the
 // backend in KILN_SDK_PLUGIN. The kit then provides everything the ABI asks of a
 // plugin: the exported entry point `kiln_plugin_init`, the version negotiation, the
@@ -15,7 +15,7 @@
 // @code
 //   #include <kiln/sdk/plugin.h>
 //
-//   class HostDevice : public kiln::sdk::Device {
+//   class HostDevice : public kiln::sdk::BackendDevice {
 //    public:
 //     void* allocate(size_t bytes, size_t alignment, kiln::sdk::Stream*) override {
 //       return std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment
@@ -28,7 +28,7 @@
 //   KILN_SDK_PLUGIN(kiln::sdk::SingleDeviceBackend<HostDevice>, "host", "0.1.0")
 // @endcode
 //
-// Kernels are added by returning a kiln::sdk::KernelTable from Device::kernels()
+// Kernels are added by returning a kiln::sdk::KernelTable from BackendDevice::kernels()
 // (kiln/sdk/kernel_table.h); each op is optional. share/doc/kiln/examples/plugin-template
 // is a complete, commented backend built this way, and Kiln's CPU plugin (plugins/cpu
 // in the Kiln sources: several devices, a caching allocator, extensions) is a
@@ -45,7 +45,7 @@
 //   - Structs the caller sized (properties, memory statistics, kernels) are written
 //     only as far as their struct_size reaches, so older and newer frontends work.
 //   - Memory statistics are kept by the kit (bytes in use, peak, allocation count);
-//     Device::memory_stats may refine them (e.g. bytes reserved by a cache).
+//     BackendDevice::memory_stats may refine them (e.g. bytes reserved by a cache).
 //   - Streams and events default to a synchronous device: every call completes its
 //     work before it returns, so synchronizing and waiting have nothing to do. An
 //     asynchronous backend overrides the stream and event functions together:
@@ -57,7 +57,7 @@
 //   - A device with a caching allocator derives CachingDevice: its block records are
 //     the buffer handles, and the allocation path (every op's) takes no lock of the
 //     kit's. Devices that copy to each other directly say so with
-//     Backend::peer_copies() and implement Device::copy_peer.
+//     Backend::peer_copies() and implement BackendDevice::copy_peer.
 //   - The backend is constructed once and never destroyed, so memory a program frees
 //     while its statics are destroyed at exit still reaches a live device.
 //
@@ -99,7 +99,7 @@ enum class CopyKind : int32_t {
 
 /// A stream handle. The default implementation carries nothing (a synchronous device
 /// runs everything at once); an asynchronous backend derives its own and returns it
-/// from Device::create_stream. The kit owns the object until stream_destroy.
+/// from BackendDevice::create_stream. The kit owns the object until stream_destroy.
 class Stream {
  public:
   virtual ~Stream() = default;
@@ -110,14 +110,15 @@ class Event {
  public:
   virtual ~Event() = default;
   /// When event_record was last called for it, stamped by the kit (what the default
-  /// Device::elapsed_ms measures for a synchronous device).
+  /// BackendDevice::elapsed_ms measures for a synchronous device).
   std::chrono::steady_clock::time_point host_recorded_at{};
 };
 
-/// One device. A `Stream*` argument of nullptr means the device's default stream.
-class Device {
+/// One device, as its plugin implements it (the frontend's handle to a device is
+/// kiln::Device). A `Stream*` argument of nullptr means the device's default stream.
+class BackendDevice {
  public:
-  virtual ~Device() = default;
+  virtual ~BackendDevice() = default;
 
   // -- memory and copies (required) -------------------------------------------------
 
@@ -137,7 +138,7 @@ class Device {
   /// backend, to `dst` here, ordered after the work on `stream` (of this device) and
   /// on the source's default stream. Called only when Backend::peer_copies() is true;
   /// otherwise the frontend copies through the host with copy().
-  virtual void copy_peer(void* dst, Device& src_device, const void* src, size_t bytes,
+  virtual void copy_peer(void* dst, BackendDevice& src_device, const void* src, size_t bytes,
                          Stream* stream) {
     (void)dst;
     (void)src_device;
@@ -205,23 +206,26 @@ class Device {
   virtual const KernelTable* kernels() { return nullptr; }
 };
 
+/// The 1.0 name, kept for out-of-tree plugins through 1.x (warns when used).
+using Device [[deprecated("renamed kiln::sdk::BackendDevice")]] = BackendDevice;
+
 /// A device whose allocator keeps a record per block, as a caching allocator does:
 /// the records are the kiln_buffer handles. The kit then keeps no registry, no lock and
 /// no counters of its own on the allocation path, which every op takes. In exchange
 /// the device checks the handles it is given back (a foreign or freed one must throw
 /// INVALID_ARGUMENT, not crash) and memory_stats reports all of its statistics (the
 /// kit's own counters stay 0). Both in-tree plugins are built this way.
-class CachingDevice : public Device {
+class CachingDevice : public BackendDevice {
  public:
   /// What allocate_block returns: the handle the frontend gets and its memory.
   struct Block {
     kiln_buffer* handle;
     void* data;
   };
-  /// As Device::allocate (same rules for `bytes`, `alignment` and out of memory),
+  /// As BackendDevice::allocate (same rules for `bytes`, `alignment` and out of memory),
   /// returning the block's handle as well.
   virtual Block allocate_block(size_t bytes, size_t alignment, Stream* stream) = 0;
-  /// As Device::deallocate, for a handle allocate_block returned (checked here).
+  /// As BackendDevice::deallocate, for a handle allocate_block returned (checked here).
   virtual void deallocate_block(kiln_buffer* handle, Stream* stream) = 0;
 
  private:
@@ -241,8 +245,8 @@ class Backend {
   virtual int32_t device_count() = 0;
   /// Device `index` (checked by the kit to be in [0, device_count())). Called once per
   /// index, when the frontend opens it; the reference must stay valid for the process.
-  virtual Device& device(int32_t index) = 0;
-  /// True when its devices copy to one another directly (Device::copy_peer); the kit
+  virtual BackendDevice& device(int32_t index) = 0;
+  /// True when its devices copy to one another directly (BackendDevice::copy_peer); the kit
   /// then offers `copy_peer` in the plugin's table. Asked once, after construction.
   virtual bool peer_copies() { return false; }
   /// Free-form diagnostics for kiln-info (e.g. driver version, why there are no
@@ -265,7 +269,7 @@ template <class D>
 class SingleDeviceBackend : public Backend {
  public:
   int32_t device_count() override { return 1; }
-  Device& device(int32_t) override { return device_; }
+  BackendDevice& device(int32_t) override { return device_; }
 
  private:
   D device_;
@@ -292,17 +296,17 @@ inline void log(kiln_log_level level, std::string_view message) noexcept {
   }
 }
 
-/// The Device behind a kiln_device handle that this kit handed out, e.g. in a kernel:
+/// The BackendDevice behind a kiln_device handle that this kit handed out, e.g. in a kernel:
 /// @code
 ///   auto& device = kiln::sdk::device_from_handle<MyDevice>(args.raw().outputs[0].device);
 /// @endcode
-/// Throws INVALID_ARGUMENT for a null or foreign handle or a Device of another type.
-template <class D = Device>
+/// Throws INVALID_ARGUMENT for a null or foreign handle or a BackendDevice of another type.
+template <class D = BackendDevice>
 D& device_from_handle(kiln_device* handle) {
-  Device* device = detail::slot_of(handle).device;
+  BackendDevice* device = detail::slot_of(handle).device;
   auto* typed = dynamic_cast<D*>(device);
   KILN_SDK_CHECK(typed != nullptr, KILN_STATUS_INVALID_ARGUMENT,
-                 "the device handle belongs to another Device type");
+                 "the device handle belongs to another BackendDevice type");
   return *typed;
 }
 

@@ -11,7 +11,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "kiln/sdk/dtype_dispatch.h"
+#include "kiln/sdk/dtype_visit.h"
 #include "kiln/sdk/functors.h"
 #include "kiln/sdk/op_args.h"
 #include "kiln/sdk/op_attrs.h"
@@ -20,7 +20,7 @@ namespace kiln::sdk {
 
 /// One input, one output of its shape: the unary ops.
 struct UnaryOperands {
-  Tensor x, y;
+  TensorView x, y;
 };
 
 /// y of x's dtype, or of `y_dtype` when one is given (kiln.logical_not: bool).
@@ -35,7 +35,7 @@ inline UnaryOperands unary_operands(const OpArgs& args, kiln_dtype y_dtype = KIL
 /// grad_x = f(grad_y, second), all of one float dtype and shape: relu_backward
 /// (second = y) and gelu_backward (second = x).
 struct GradOperands {
-  Tensor grad_y, second, grad_x;
+  TensorView grad_y, second, grad_x;
 };
 
 inline GradOperands grad_operands(const OpArgs& args, const char* second_name) {
@@ -89,7 +89,7 @@ Clamp<compute_t<T>> clamp_for(const OpArgs& args) {
 /// kiln.where: y = condition ? a : b, a bool condition and a, b of y's dtype, all of
 /// y's shape.
 struct WhereOperands {
-  Tensor condition, a, b, y;
+  TensorView condition, a, b, y;
 };
 
 inline WhereOperands where_operands(const OpArgs& args) {

@@ -24,7 +24,7 @@ struct PoolShape {
 
 /// Checks x/y (or grad_x/grad_y: 4-D [N, C, H, W], same N and C, contiguous) and
 /// returns the plane geometry.
-inline PoolShape pool_shape(const Tensor& x, const Tensor& y) {
+inline PoolShape pool_shape(const TensorView& x, const TensorView& y) {
   KILN_SDK_CHECK_ARG(x.ndim == 4 && y.ndim == 4, "expected 4-D [N, C, H, W] operands, got ",
                      shape_string(x), " and ", shape_string(y));
   KILN_SDK_CHECK_ARG(x.shape[0] == y.shape[0] && x.shape[1] == y.shape[1], "batch/channel dims of ",

@@ -15,7 +15,7 @@ namespace kiln::sdk {
 /// random_uniform (a = low, b = high) or random_normal (a = mean, b = std): a
 /// contiguous output (element i is the i-th in row-major order) and its stream.
 struct RandomFill {
-  Tensor y;
+  TensorView y;
   uint64_t seed, offset;
   double a, b;
 };
@@ -43,7 +43,7 @@ inline RandomFill random_fill(const OpArgs& args, const char* a, const char* b) 
 
 /// kiln.dropout: x in; y (x's dtype) and the uint8 keep mask out, all contiguous.
 struct Dropout {
-  Tensor x, y, mask;
+  TensorView x, y, mask;
   double p;
   uint64_t seed, offset;
 };

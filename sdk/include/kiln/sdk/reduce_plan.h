@@ -36,7 +36,7 @@ struct ReducePlan {
 /// Checks x/y against the reduction convention and builds the plan. Throws
 /// INVALID_ARGUMENT for mismatched ranks or sizes or a non-contiguous y, UNSUPPORTED
 /// for more than kMaxLoopDims dims of size > 1.
-inline ReducePlan make_reduce_plan(const Tensor& x, const Tensor& y) {
+inline ReducePlan make_reduce_plan(const TensorView& x, const TensorView& y) {
   KILN_SDK_CHECK_ARG(x.ndim == y.ndim, "y must have x's rank ", x.ndim, ", got ", y.ndim);
   KILN_SDK_CHECK_ARG(y.is_contiguous(), "y must be contiguous");
   ReducePlan p;
@@ -86,13 +86,13 @@ inline ReducePlan make_reduce_plan(const Tensor& x, const Tensor& y) {
 
 /// The operands of a one-input reduction (x -> y) and their plan, checked.
 struct ReduceOperands {
-  Tensor x, y;
+  TensorView x, y;
   ReducePlan plan;
   explicit ReduceOperands(const OpArgs& args)
       : x(first_input(args)), y(args.output(0)), plan(make_reduce_plan(x, y)) {}
 
  private:
-  static Tensor first_input(const OpArgs& args) {
+  static TensorView first_input(const OpArgs& args) {
     args.expect_counts(1, 1);
     return args.input(0);
   }

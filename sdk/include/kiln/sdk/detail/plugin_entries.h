@@ -1,6 +1,6 @@
 // kiln/sdk/detail/plugin_entries.h — the C entry points the plugin kit puts in the
 // kiln_plugin_api table: each checks its arguments and handles, calls the author's
-// Device or Backend, and answers with a status. Part of kiln/sdk/plugin.h; include
+// BackendDevice or Backend, and answers with a status. Part of kiln/sdk/plugin.h; include
 // that instead.
 #ifndef KILN_SDK_DETAIL_PLUGIN_ENTRIES_H
 #define KILN_SDK_DETAIL_PLUGIN_ENTRIES_H
@@ -84,7 +84,7 @@ inline kiln_status* device_open(void*, int32_t index, kiln_device** device) {
 
 // -- memory ------------------------------------------------------------------------------
 
-// A buffer the kit keeps a record of (a Device that is not a CachingDevice).
+// A buffer the kit keeps a record of (a BackendDevice that is not a CachingDevice).
 [[gnu::noinline]] inline void allocate_record(DeviceSlot& slot, size_t bytes, size_t alignment,
                                               Stream* s, kiln_buffer** buffer, void** data) {
   auto record = std::make_unique<BufferRecord>(BufferRecord{nullptr, bytes});
@@ -96,7 +96,7 @@ inline kiln_status* device_open(void*, int32_t index, kiln_device** device) {
   }
   if (reinterpret_cast<uintptr_t>(record->data) % alignment != 0) {
     slot.device->deallocate(record->data, s);
-    throw Error(KILN_STATUS_INTERNAL, str_cat("Device::allocate returned ", record->data,
+    throw Error(KILN_STATUS_INTERNAL, str_cat("BackendDevice::allocate returned ", record->data,
                                               ", which is not aligned to ", alignment));
   }
   try {

@@ -22,7 +22,7 @@ struct DeviceSlot {
   static constexpr uint64_t kMagic = 0x6b696c6e44455632ull;
   uint64_t magic = kMagic;
   PluginState* plugin = nullptr;
-  Device* device = nullptr;
+  BackendDevice* device = nullptr;
   CachingDevice* caching = nullptr;  // the same device when it keeps its own blocks
   int32_t index = 0;
   std::string label;  // "acme:0"

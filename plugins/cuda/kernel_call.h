@@ -1,5 +1,5 @@
-// dispatch.h — how get_kernel's kernels run: the per-call hook around every
-// KernelEntry::impl, and the bookkeeping behind Launch.
+// kernel_call.h — how get_kernel's kernels run: the kernel call (the per-call wrapper
+// around every KernelEntry::impl) and the bookkeeping behind Launch.
 //
 // Every sdk::KernelEntry of the plugin's table (kernels/registry.h) has
 // `run_bound_kernel` as its `run` and the plugin's KernelEntry as its `data`; the
@@ -14,8 +14,8 @@
 //   6. under KILN_CUDA_SYNC=1, waits for the stream and reports the CUDA error or the
 //      op's device-side error (error_flags.h) right there.
 // Nothing else waits for the GPU.
-#ifndef KILN_CUDA_DISPATCH_H
-#define KILN_CUDA_DISPATCH_H
+#ifndef KILN_CUDA_KERNEL_CALL_H
+#define KILN_CUDA_KERNEL_CALL_H
 
 #include <vector>
 
@@ -38,4 +38,4 @@ kiln_status* run_bound_kernel(void* context, const kiln_op_args* args) noexcept;
 
 }  // namespace kiln::cuda
 
-#endif  // KILN_CUDA_DISPATCH_H
+#endif  // KILN_CUDA_KERNEL_CALL_H

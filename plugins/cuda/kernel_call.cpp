@@ -1,4 +1,4 @@
-#include "dispatch.h"
+#include "kernel_call.h"
 
 #include <nvtx3/nvToolsExt.h>
 
@@ -30,7 +30,7 @@ class NvtxRange {
 // stream-ordered, so work the call enqueued may still use it.
 class ScratchRelease {
  public:
-  ScratchRelease(Device& device, cudaStream_t stream, LaunchState& state) noexcept
+  ScratchRelease(CudaDevice& device, cudaStream_t stream, LaunchState& state) noexcept
       : device_(device), stream_(stream), state_(state) {}
   ~ScratchRelease() {
     for (Allocation* a : state_.scratch) {
@@ -46,7 +46,7 @@ class ScratchRelease {
   ScratchRelease& operator=(const ScratchRelease&) = delete;
 
  private:
-  Device& device_;
+  CudaDevice& device_;
   cudaStream_t stream_;
   LaunchState& state_;
 };
@@ -74,13 +74,13 @@ kiln_status* run_bound_kernel(void* context, const kiln_op_args* args) noexcept 
   }
   const char* name = entry->name;
   const auto& kernel = *static_cast<const KernelEntry*>(entry->data);
-  Device* device = nullptr;
+  CudaDevice* device = nullptr;
   cudaStream_t stream = nullptr;
   kiln_status* status = sdk::guard(name, [&] {
     // Every catalogue op has an output, on the device the kernel was looked up for.
     KILN_SDK_CHECK(args->num_outputs > 0 && args->outputs != nullptr, KILN_STATUS_INVALID_ARGUMENT,
                    "no output operand to find the device by");
-    device = &sdk::device_from_handle<Device>(args->outputs[0].device);
+    device = &sdk::device_from_handle<CudaDevice>(args->outputs[0].device);
     device->make_current();
     const sdk::OpArgs op_args(args);
     // The kit checks the handles its entry points get, not a kernel's stream (the hot

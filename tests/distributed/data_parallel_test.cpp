@@ -52,6 +52,38 @@ TrainingRun train(int replicas, int steps = 20) {
   return run;
 }
 
+// GPT's weight tying (lm_head.weight = wte.weight): the replicas are tied too, so the
+// tied weight's gradient sums both uses on every device, as on one.
+struct TiedLM : nn::Module {
+  TiedLM() : nn::Module("TiedLM") {
+    wte = register_module<nn::Embedding>("wte", 7, 4);
+    head = register_module<nn::Linear>("head", 4, 7, /*bias=*/false);
+    head->weight = wte->weight;
+  }
+  Tensor forward(const Tensor& indices) override { return head->forward(wte->forward(indices)); }
+  std::shared_ptr<Module> clone() const override {
+    return copy_state_into(std::make_shared<TiedLM>());
+  }
+  std::shared_ptr<nn::Embedding> wte;
+  std::shared_ptr<nn::Linear> head;
+};
+
+TEST(DataParallel, KeepsWeightTyingInTheReplicas) {
+  manual_seed(7);
+  auto model = std::make_shared<TiedLM>();
+  const Tensor indices = from_vector<int64_t>({1, 2, 3, 4, 5, 6, 0, 1}, {8});
+  const Tensor r = randn({8, 7});
+  (model->forward(indices) * r).sum().backward();
+  const Tensor single = model->wte->weight.grad().clone();
+  model->zero_grad();
+
+  nn::DataParallel dp(model, devices(2));
+  EXPECT_EQ(dp.parameters().size(), 1u);
+  (dp.forward(indices) * r).sum().backward();
+  ASSERT_TRUE(model->head->weight.grad().defined());
+  EXPECT_TRUE(allclose(model->wte->weight.grad(), single, 1e-5, 1e-6));
+}
+
 TEST(DataParallel, TrainsLikeOneDevice) {
   // Each replica computes its chunk's gradients; autograd sums them into the wrapped
   // module's, in device order. The mean loss over the batch is the same sum in a

@@ -140,8 +140,8 @@ TEST(Module, PrettyPrint) {
 TEST(Module, RegistrationErrors) {
   struct Bad : nn::Module {
     Bad() {
-      register_parameter("w", zeros({1}));
-      register_parameter("w", zeros({1}));
+      register_buffer("w", zeros({1}));
+      register_parameter("w", zeros({1}));  // a buffer's name (a parameter's is replaced)
     }
   };
   EXPECT_THROW(Bad(), Error);

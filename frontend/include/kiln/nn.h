@@ -1,6 +1,7 @@
 #pragma once
 /// @file nn.h
 /// Everything of kiln::nn: Module, the layers, functional ops and losses, init.
+#include "kiln/nn/containers.h"
 #include "kiln/nn/data_parallel.h"
 #include "kiln/nn/distributed_data_parallel.h"
 #include "kiln/nn/functional.h"

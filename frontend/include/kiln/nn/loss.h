@@ -109,6 +109,9 @@ class NLLLoss : public Loss {
 
   Tensor weight;
 
+ protected:
+  std::vector<TensorField> tensor_fields() override { return {{"weight", &weight, true}}; }
+
  private:
   NLLLossOptions options_;
 };
@@ -162,6 +165,9 @@ class CrossEntropyLoss : public Loss {
   }
 
   Tensor weight;
+
+ protected:
+  std::vector<TensorField> tensor_fields() override { return {{"weight", &weight, true}}; }
 
  private:
   CrossEntropyLossOptions options_;

@@ -31,6 +31,9 @@ class Linear : public Module {
   Tensor weight, bias;
 
  protected:
+  std::vector<TensorField> tensor_fields() override {
+    return {{"weight", &weight}, {"bias", &bias}};
+  }
   std::string extra_repr() const override;
 
  private:
@@ -81,6 +84,9 @@ class Conv2d : public Module {
   Tensor weight, bias;
 
  protected:
+  std::vector<TensorField> tensor_fields() override {
+    return {{"weight", &weight}, {"bias", &bias}};
+  }
   std::string extra_repr() const override;
 
  private:
@@ -236,6 +242,13 @@ class BatchNorm : public Module {
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;
 
  protected:
+  std::vector<TensorField> tensor_fields() override {
+    return {{"weight", &weight},
+            {"bias", &bias},
+            {"running_mean", &running_mean, true},
+            {"running_var", &running_var, true},
+            {"num_batches_tracked", &num_batches_tracked, true}};
+  }
   std::string extra_repr() const override;
   /// copy_state_into(make(features, eps, momentum, affine, track_running_stats)).
   template <class Derived>
@@ -302,6 +315,9 @@ class LayerNorm : public Module {
   Tensor weight, bias;
 
  protected:
+  std::vector<TensorField> tensor_fields() override {
+    return {{"weight", &weight}, {"bias", &bias}};
+  }
   std::string extra_repr() const override;
 
  private:
@@ -332,6 +348,7 @@ class Embedding : public Module {
   Tensor weight;
 
  protected:
+  std::vector<TensorField> tensor_fields() override { return {{"weight", &weight}}; }
   std::string extra_repr() const override;
 };
 

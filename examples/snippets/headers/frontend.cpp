@@ -268,6 +268,25 @@ void example(const kiln::Tensor& w, const kiln::Tensor& b) {
 }
 }  // namespace io_safetensors_1
 
+// kiln/nn/containers.h
+namespace nn_containers_1 {
+struct Block : kiln::nn::Linear {
+  explicit Block(int64_t width) : kiln::nn::Linear(width, width) {}
+};
+struct Transformer : kiln::nn::Module {
+  Transformer() {
+    blocks = register_module<kiln::nn::ModuleList>("blocks");
+    for (int i = 0; i < 4; ++i) blocks->push_back<Block>(64);
+  }
+  kiln::Tensor forward(const kiln::Tensor& x) override {
+    kiln::Tensor h = x;
+    for (const auto& block : *blocks) h = block->forward(h);
+    return h;
+  }
+  std::shared_ptr<kiln::nn::ModuleList> blocks;
+};
+}  // namespace nn_containers_1
+
 // kiln/nn/data_parallel.h
 namespace nn_data_parallel_1 {
 void example(const kiln::Tensor& x, const kiln::Tensor& y) {
@@ -322,6 +341,24 @@ std::shared_ptr<Module> clone() const override {
 }
 };
 }  // namespace nn_module_2
+
+// kiln/nn/module.h
+namespace nn_module_3 {
+void example(const std::shared_ptr<kiln::nn::Embedding>& wte,
+             const std::shared_ptr<kiln::nn::Linear>& lm_head) {
+  lm_head->weight = wte->weight;  // lm_head's registered "weight" is now wte's
+}
+}  // namespace nn_module_3
+
+// kiln/nn/module.h
+namespace nn_module_4 {
+namespace nn = kiln::nn;
+void example(nn::Module& model) {
+  model.apply([](nn::Module& m) {
+    if (auto* linear = m.as<nn::Linear>()) nn::init::normal_(linear->weight, 0, 0.02);
+  });
+}
+}  // namespace nn_module_4
 
 // kiln/nn/modules.h
 namespace nn_modules_1 {

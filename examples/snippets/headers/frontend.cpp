@@ -418,6 +418,12 @@ void example() {
   auto b = kiln::rand({2, 2}, kiln::TensorOptions().device("cuda"));
 }
 }  // namespace random_1
+namespace random_2 {
+void example(const kiln::Tensor& logits) {
+  auto probs = kiln::nn::functional::softmax(logits / 0.8, -1);  // temperature 0.8
+  auto next = kiln::multinomial(probs, 1);                         // one token per row
+}
+}  // namespace random_2
 
 // kiln/runtime.h
 namespace runtime_1 {

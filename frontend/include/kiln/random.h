@@ -41,5 +41,18 @@ Tensor randint(int64_t high, IntArrayRef shape, TensorOptions options = {});
 /// A random permutation of 0..n-1 (int64 unless the options name another integer
 /// dtype), as torch.randperm: the argsort of n float64 uniform draws.
 Tensor randperm(int64_t n, TensorOptions options = {});
+/// `num_samples` category indices (int64) drawn from the weights `probs`, as
+/// torch.multinomial: `probs` is one distribution ([categories]) or one per row
+/// ([rows, categories]); the weights need not sum to 1 but must be finite,
+/// non-negative and not all 0. With `replacement` each draw is independent; without,
+/// no category is drawn twice in a row (and `num_samples` may not exceed the number of
+/// categories of non-zero weight). The result is [num_samples] or [rows, num_samples],
+/// on probs' device, from Kiln's generator; runs on every backend (composed of cumsum,
+/// comparisons and argsort). Throws kiln::Error for any other input.
+/// @code
+///   auto probs = kiln::nn::functional::softmax(logits / 0.8, -1);  // temperature 0.8
+///   auto next = kiln::multinomial(probs, 1);                         // one token per row
+/// @endcode
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false);
 
 }  // namespace kiln

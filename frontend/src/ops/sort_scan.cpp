@@ -8,7 +8,9 @@
 // "<op>: read the count (syncs)".
 
 #include <algorithm>
+#include <limits>
 #include <tuple>
+#include <vector>
 
 #include "autograd/record.h"
 #include "kiln/autograd.h"
@@ -252,6 +254,59 @@ Tensor randperm(int64_t n, TensorOptions options) {
   Tensor draws =
       uniform({n}, 0.0, 1.0, TensorOptions(options).dtype(DType::Float64).requires_grad(false));
   return argsort(draws, 0).to(dtype);
+}
+
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement) {
+  KILN_CHECK(probs.defined(), "multinomial: probs is undefined");
+  KILN_CHECK(probs.dim() == 1 || probs.dim() == 2,
+             "multinomial: probs must be 1-D (one distribution) or 2-D (one per row), got ",
+             probs.dim(), "-D");
+  KILN_CHECK(is_floating(probs.dtype()), "multinomial: probs must be a float tensor, got ",
+             probs.dtype());
+  const int64_t categories = probs.size(-1);
+  KILN_CHECK(categories > 0, "multinomial: probs has no categories");
+  KILN_CHECK(num_samples > 0, "multinomial: num_samples must be positive, got ", num_samples);
+  KILN_CHECK(replacement || num_samples <= categories, "multinomial: cannot draw ", num_samples,
+             " samples from ", categories, " categories without replacement");
+  // One distribution per row, in float64, outside autograd. The weights are checked as
+  // PyTorch checks them, before anything is drawn (this reads a few scalars back).
+  const Tensor w = (probs.dim() == 1 ? probs.unsqueeze(0) : probs).detach().to(DType::Float64);
+  const int64_t rows = w.size(0);
+  KILN_CHECK(all(isfinite(w)).item<bool>() && !any(w < 0.0).item<bool>(),
+             "multinomial: probs holds inf, NaN or a negative weight");
+  KILN_CHECK(!any(sum(w, {1}) <= 0.0).item<bool>(),
+             "multinomial: a distribution's weights sum to 0 (each needs a positive weight)");
+  const TensorOptions f64 = TensorOptions(DType::Float64).device(probs.device());
+  Tensor samples;
+  if (replacement) {
+    // Inverse CDF: a uniform u in [0, 1) picks the number of cumulative weights at or
+    // below it. Dividing by the row's last cumulative weight makes that entry exactly
+    // 1, so u never passes it and a category of weight 0 is never picked.
+    Tensor cdf = cumsum(w, 1);
+    cdf = (cdf / cdf.narrow(1, categories - 1, 1)).unsqueeze(1);  // [rows, 1, categories]
+    // The comparison is [rows, samples, categories]: drawn in chunks of at most 2^24
+    // elements, so memory stays bounded for many samples.
+    const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 24) / (rows * categories));
+    std::vector<Tensor> parts;
+    for (int64_t start = 0; start < num_samples; start += chunk) {
+      const int64_t n = std::min(chunk, num_samples - start);
+      Tensor u = rand({rows, n, 1}, f64);
+      parts.push_back(sum(cdf <= u, {2}));
+    }
+    samples = parts.size() == 1 ? parts[0] : cat(parts, 1);
+  } else {
+    KILN_CHECK(amin(sum(w > 0.0, {1})).item<int64_t>() >= num_samples,
+               "multinomial: a distribution has fewer categories of non-zero weight than the ",
+               num_samples, " samples drawn without replacement");
+    // Exponential races (Efraimidis and Spirakis): category i finishes at e_i / w_i with
+    // e_i exponential; the order of finishing is a draw without replacement in
+    // proportion to the weights. Weight 0 never finishes.
+    Tensor e = -log(1.0 - rand({rows, categories}, f64));  // exponential, in [0, inf)
+    Tensor finish = where(w > 0.0, e / w, std::numeric_limits<double>::infinity());
+    samples = argsort(finish, 1).narrow(1, 0, num_samples);
+  }
+  samples = samples.to(DType::Int64);
+  return probs.dim() == 1 ? samples.squeeze(0) : samples;
 }
 
 // -- methods --------------------------------------------------------------------------------

@@ -112,6 +112,9 @@ TEST_P(Sampling, RefusesWhatIsNotADistribution) {
   EXPECT_KILN_ERROR(multinomial(make({1, 1}, {2}), 0), "positive");
   EXPECT_KILN_ERROR(multinomial(zeros({0}, opts()), 1, true), "no categories");
   EXPECT_KILN_ERROR(multinomial(Tensor(), 1), "undefined");
+  // No distributions: no draws (as PyTorch), not a division by zero.
+  EXPECT_EQ(multinomial(zeros({0, 3}, opts()), 2, true).shape(), IntArrayRef({0, 2}));
+  EXPECT_EQ(multinomial(zeros({0, 3}, opts()), 2).shape(), IntArrayRef({0, 2}));
   // With replacement, more draws than categories is fine.
   EXPECT_EQ(multinomial(make({1, 1}, {2}), 7, true).numel(), 7);
 }

@@ -272,6 +272,7 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement) {
   // PyTorch checks them, before anything is drawn (this reads a few scalars back).
   const Tensor w = (probs.dim() == 1 ? probs.unsqueeze(0) : probs).detach().to(DType::Float64);
   const int64_t rows = w.size(0);
+  if (rows == 0) return zeros({0, num_samples}, TensorOptions(DType::Int64).device(probs.device()));
   KILN_CHECK(all(isfinite(w)).item<bool>() && !any(w < 0.0).item<bool>(),
              "multinomial: probs holds inf, NaN or a negative weight");
   KILN_CHECK(!any(sum(w, {1}) <= 0.0).item<bool>(),

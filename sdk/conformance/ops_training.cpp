@@ -1,7 +1,7 @@
-// Training ops: convolution, pooling, normalization, softmax, dropout, losses and the
-// fused optimizer updates. Backward kernels are reached through gradients: the suite
-// of `kiln.conv2d_backward_input` runs convolutions with gradients and fails when the
-// device's input gradient differs from the CPU's.
+// Training ops: convolution, pooling, normalization, softmax, dropout, losses,
+// attention and the fused optimizer updates. Backward kernels are reached through
+// gradients: the suite of `kiln.conv2d_backward_input` runs convolutions with
+// gradients and fails when the device's input gradient differs from the CPU's.
 #include <kiln/amp.h>
 #include <kiln/nn/functional.h>
 #include <kiln/optim.h>
@@ -264,6 +264,75 @@ std::vector<Case> dropout_cases() {
   return cases;
 }
 
+// Attention across tile edges (the CPU kernel's are 64 query and 128 key rows), with
+// each kind of mask; dropout's decisions are Philox positions, the same everywhere.
+std::vector<Case> attention_cases(bool backward) {
+  std::vector<Case> cases;
+  struct Plan {
+    std::string what;
+    std::vector<Shape> shapes;  // q, k, v[, mask]
+    std::function<Outputs(const Operands&)> f;
+  };
+  const std::vector<Plan> plans = {
+      {"[2,3,5,4] keys [2,3,7,4] values [2,3,7,6]",
+       {{2, 3, 5, 4}, {2, 3, 7, 4}, {2, 3, 7, 6}},
+       [](const Operands& in) {
+         return Outputs{F::scaled_dot_product_attention(in[0], in[1], in[2])};
+       }},
+      {"[1,2,70,8] keys 140 causal",
+       {{1, 2, 70, 8}, {1, 2, 140, 8}, {1, 2, 140, 8}},
+       [](const Operands& in) {
+         return Outputs{F::scaled_dot_product_attention(in[0], in[1], in[2], {}, 0, true)};
+       }},
+      {"[2,1,6,4] additive mask [6,9] scale 0.3",
+       {{2, 1, 6, 4}, {2, 1, 9, 4}, {2, 1, 9, 3}, {6, 9}},
+       [](const Operands& in) {
+         return Outputs{F::scaled_dot_product_attention(in[0], in[1], in[2], in[3], 0, false, 0.3)};
+       }},
+      {"[3,5,4] keys [1,7,4] broadcast, boolean mask [3,1,7]",
+       {{3, 5, 4}, {1, 7, 4}, {1, 7, 2}},
+       [](const Operands& in) {
+         // Key padding: batch i attends its first 7 − 2i keys.
+         const Tensor keys = arange(7, TensorOptions(DType::Int64).device(in[0].device()));
+         const Tensor lengths = make_tensor({7, 5, 3}, {3, 1, 1}, DType::Int64, in[0].device());
+         return Outputs{
+             F::scaled_dot_product_attention(in[0], in[1], in[2], keys.view({1, 1, 7}) < lengths)};
+       }},
+  };
+  for (const Plan& p : plans)
+    for (Case& c : function_cases(p.what, p.shapes, p.f, backward, 8)) cases.push_back(c);
+  for (DType d : kTrainTypes) {
+    Case c;
+    for (const Shape& shape : {Shape{2, 2, 9, 4}, Shape{2, 2, 9, 4}, Shape{2, 2, 9, 4}}) {
+      Operand x = operand(shape, d, Layout::Contiguous, -2, 2, static_cast<uint32_t>(cases.size()));
+      x.requires_grad = true;
+      c.inputs.push_back(x);
+    }
+    c.label = std::string(dtype_name(d)) + " [2,2,9,4] causal, dropout 0.25 with gradients";
+    c.fn = [](const Operands& in, const Device&) {
+      manual_seed(77);
+      return Outputs{F::scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.25, true)};
+    };
+    c.reference = Reference::SameDtype;  // the decisions are Philox: the same everywhere
+    c.grad = true;
+    c.tolerance_scale = 8;
+    cases.push_back(c);
+  }
+  Case gc;
+  for (const Shape& s : {Shape{1, 2, 5, 3}, Shape{1, 2, 6, 3}, Shape{1, 2, 6, 2}}) {
+    Operand x = operand(s, DType::Float64, Layout::Contiguous, -1, 1, 73);
+    x.requires_grad = true;
+    gc.inputs.push_back(x);
+  }
+  gc.label = "float64 [1,2,5,3] keys 6 gradcheck";
+  gc.fn = [](const Operands& in, const Device&) {
+    return Outputs{F::scaled_dot_product_attention(in[0], in[1], in[2])};
+  };
+  gc.gradcheck = true;
+  cases.push_back(gc);
+  return cases;
+}
+
 std::vector<Case> nll_cases(bool backward) {
   std::vector<Case> cases;
   for (DType d : kTrainTypes) {
@@ -481,6 +550,9 @@ void add_training_suites(std::vector<OpSuite>& suites) {
   suites.push_back({"kiln.sgd_step", [] { return optimizer_cases(false); }});
   suites.push_back({"kiln.adam_step", [] { return optimizer_cases(true); }});
   suites.push_back({"kiln.non_finite_check_and_unscale", unscale_cases});
+  suites.push_back({"kiln.scaled_dot_product_attention", [] { return attention_cases(false); }});
+  suites.push_back(
+      {"kiln.scaled_dot_product_attention_backward", [] { return attention_cases(true); }});
 }
 
 }  // namespace kiln::conformance

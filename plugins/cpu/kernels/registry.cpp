@@ -24,6 +24,7 @@ KernelList build_table() {
   add_loss_kernels(list);
   add_optim_kernels(list);
   add_fft_kernels(list);
+  add_attention_kernels(list);
   return list;
 }
 

@@ -43,6 +43,7 @@ void add_softmax_kernels(KernelList& list);    // softmax, log_softmax and backw
 void add_loss_kernels(KernelList& list);       // nll_loss and backward
 void add_optim_kernels(KernelList& list);      // sgd_step, adam_step
 void add_fft_kernels(KernelList& list);        // fft_c2c, fft_r2c, fft_c2r
+void add_attention_kernels(KernelList& list);  // scaled_dot_product_attention and backward
 
 /// Every kernel of the plugin; built on first use, lives for the process.
 const sdk::KernelTable& kernel_table();

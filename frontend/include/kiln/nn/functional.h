@@ -66,6 +66,31 @@ Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& w
 /// Uses the global Philox generator, so a seed reproduces the mask on every backend.
 Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
 
+/// Attention as PyTorch 2's F.scaled_dot_product_attention:
+/// `dropout(softmax(q·kᵀ·scale + mask))·v` for q [..., L, E], k [..., S, E],
+/// v [..., S, Ev] (the batch dims broadcast) → [..., L, Ev].
+/// - attn_mask, broadcastable to [..., L, S]: bool (true: may attend) or additive, of
+///   q's dtype. A row that may attend nowhere comes out NaN, as softmax gives.
+/// - is_causal: query i attends keys j ≤ i (top-left aligned); not with attn_mask.
+/// - dropout_p: on the probabilities, from Kiln's generator (pass 0 outside training).
+/// - scale: 1/√E when not given.
+/// Where the device's plugin has the fused op (the CPU's: memory that grows with L + S,
+/// not L·S) it runs that, else the same computation composed of matmul, softmax and
+/// dropout; set_attention_backend chooses for comparisons. Differentiable in q, k, v
+/// and an additive mask (the mask's gradient through the composed version).
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& attn_mask = {}, double dropout_p = 0.0,
+                                    bool is_causal = false,
+                                    std::optional<double> scale = std::nullopt);
+
+/// Which computation scaled_dot_product_attention runs on the calling thread (as
+/// PyTorch's torch.nn.attention.sdpa_kernel): Auto, the fused op where the device's
+/// plugin has it; Fused, the catalogue op always (falling back to the CPU plugin, as
+/// any op, where the plugin lacks it); Composed, matmul, softmax and dropout.
+enum class AttentionBackend { Auto, Fused, Composed };
+/// Sets this thread's choice and returns the previous one.
+AttentionBackend set_attention_backend(AttentionBackend backend);
+
 /// exp(x − max) / Σ exp(x − max) along `dim` (and its log), with PyTorch's arithmetic:
 /// a line holding +inf, or only −inf, comes out NaN; a −inf beside finite values is 0
 /// (−inf for log_softmax).

@@ -168,6 +168,42 @@ TEST(Attention, DropoutIsReproducibleAndSharedWithComposed) {
   EXPECT_LE(max_abs_diff(mean / static_cast<double>(kSeeds), no_dropout.out), 0.15);
 }
 
+// A captured step replays the fused op and its backward; with dropout the step takes
+// the composed version, whose kiln.dropout the graph re-seeds at every replay.
+TEST(Attention, GraphReplaysTheFusedStep) {
+  for (double p : {0.0, 0.4}) {
+    Tensor q = leaf({1, 2, 70, 8}, DType::Float32, 40), k = leaf({1, 2, 70, 8}, DType::Float32, 41),
+           v = leaf({1, 2, 70, 8}, DType::Float32, 42);
+    auto step = [&] {
+      Tensor out = F::scaled_dot_product_attention(q, k, v, {}, p, true);
+      out.sum().backward();
+      return out;
+    };
+    for (int i = 0; i < 2; ++i) step();  // warm-up
+    for (Tensor* t : {&q, &k, &v}) t->set_grad({});
+    manual_seed(5);
+    const Tensor eager = step().detach().clone();
+    const Tensor eager_dq = q.grad().clone();
+    for (Tensor* t : {&q, &k, &v}) t->set_grad({});
+    Graph graph;
+    Tensor out;
+    {
+      GraphCapture capture(graph, Device("cpu"));
+      out = step();
+    }
+    manual_seed(5);
+    graph.replay();
+    EXPECT_LE(max_abs_diff(out, eager), 1e-6) << "p = " << p;
+    EXPECT_LE(max_abs_diff(q.grad(), eager_dq), 1e-5) << "p = " << p;
+    const Tensor first = out.clone();
+    graph.replay();  // the generator moved on: new dropout decisions, if any
+    if (p > 0)
+      EXPECT_GT(max_abs_diff(out, first), 1e-3);
+    else
+      EXPECT_EQ(max_abs_diff(out, first), 0.0);
+  }
+}
+
 TEST(Attention, GradcheckInFloat64) {
   const DType d = DType::Float64;
   const std::vector<Tensor> inputs = {leaf({1, 2, 5, 3}, d, 17), leaf({1, 2, 7, 3}, d, 18),

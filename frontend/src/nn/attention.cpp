@@ -15,6 +15,7 @@
 #include "kiln/nn/functional.h"
 #include "kiln/ops.h"
 #include "ops/common.h"
+#include "runtime/graph_capture.h"
 #include "runtime/registry.h"
 
 namespace kiln::nn::functional {
@@ -83,28 +84,31 @@ Tensor fused(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ma
       .scale = scale,
       .is_causal = causal ? 1 : 0,
       .dropout_p = dropout_p,
-      .seed = static_cast<int64_t>(random.seed),
-      .offset = static_cast<int64_t>(random.offset)};
+      .dropout_seed = static_cast<int64_t>(random.seed),
+      .dropout_offset = static_cast<int64_t>(random.offset)};
   detail::dispatch(attrs, {q.impl().get(), k.impl().get(), v.impl().get(), m.impl().get()},
                    {out.impl().get(), lse.impl().get()});
   if (ag::needs_grad({&q, &k, &v}))
-    ag::record(
-        "ScaledDotProductAttentionBackward", out, {&q, &k, &v}, {q, k, v, m, out, lse},
-        [attrs](const Saved& t, const Tensor& g) -> Grads {
-          Tensor dq = detail::empty_on(t[0], t[0].shape(), t[0].dtype()),
-                 dk = detail::empty_on(t[1], t[1].shape(), t[1].dtype()),
-                 dv = detail::empty_on(t[2], t[2].shape(), t[2].dtype());
-          detail::dispatch(
-              detail::attrs::scaled_dot_product_attention_backward{.scale = attrs.scale,
-                                                                   .is_causal = attrs.is_causal,
-                                                                   .dropout_p = attrs.dropout_p,
-                                                                   .seed = attrs.seed,
-                                                                   .offset = attrs.offset},
-              {g.impl().get(), t[0].impl().get(), t[1].impl().get(), t[2].impl().get(),
-               t[3].impl().get(), t[4].impl().get(), t[5].impl().get()},
-              {dq.impl().get(), dk.impl().get(), dv.impl().get()});
-          return {dq, dk, dv};
-        });
+    ag::record("ScaledDotProductAttentionBackward", out, {&q, &k, &v}, {q, k, v, m, out, lse},
+               [attrs](const Saved& t, const Tensor& grad) -> Grads {
+                 // The gradient arrives in the dtype its consumer computed in (float32
+                 // after an autocast matmul of a bfloat16 output): the op wants out's.
+                 const Tensor g = grad.to(t[4].dtype());
+                 Tensor dq = detail::empty_on(t[0], t[0].shape(), t[0].dtype()),
+                        dk = detail::empty_on(t[1], t[1].shape(), t[1].dtype()),
+                        dv = detail::empty_on(t[2], t[2].shape(), t[2].dtype());
+                 detail::dispatch(
+                     detail::attrs::scaled_dot_product_attention_backward{
+                         .scale = attrs.scale,
+                         .is_causal = attrs.is_causal,
+                         .dropout_p = attrs.dropout_p,
+                         .dropout_seed = attrs.dropout_seed,
+                         .dropout_offset = attrs.dropout_offset},
+                     {g.impl().get(), t[0].impl().get(), t[1].impl().get(), t[2].impl().get(),
+                      t[3].impl().get(), t[4].impl().get(), t[5].impl().get()},
+                     {dq.impl().get(), dk.impl().get(), dv.impl().get()});
+                 return {dq, dk, dv};
+               });
   return out;
 }
 
@@ -177,7 +181,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const Tensor q4 = as_4d(q, batch, l, e), k4 = as_4d(k, batch, s, e), v4 = as_4d(v, batch, s, ev);
   // The composed version where the mask needs a gradient or dropout drops everything
   // (the kernel's contract excludes p = 1), and wherever the device has no kernel.
-  const bool composed_only = ag::requires_grad(mask) || dropout_p >= 1;
+  // Under a graph capture with dropout too: a replay draws new dropout decisions by
+  // patching kiln.dropout's seed, which the fused backward could not follow.
+  const bool composed_only = ag::requires_grad(mask) || dropout_p >= 1 ||
+                             (dropout_p > 0 && detail::graph::active() != nullptr);
   const bool use_fused =
       !composed_only && (attention_backend == AttentionBackend::Fused ||
                          (attention_backend == AttentionBackend::Auto && has_fused_kernels(q)));

@@ -58,8 +58,8 @@ inline AttentionShape attention_shape(const OpArgs& args, const TensorView& q, c
                    a.scale,
                    a.is_causal != 0,
                    a.dropout_p,
-                   static_cast<uint64_t>(a.seed),
-                   static_cast<uint64_t>(a.offset)};
+                   static_cast<uint64_t>(a.dropout_seed),
+                   static_cast<uint64_t>(a.dropout_offset)};
   expect_attention_operand(k, "k", {s.b, s.h, s.s, s.e}, q.dtype);
   expect_attention_operand(v, "v", {s.b, s.h, s.s, s.ev}, q.dtype);
   expect_attention_operand(mask, "mask", {s.b, s.h, s.l, s.s}, q.dtype);

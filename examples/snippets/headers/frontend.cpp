@@ -369,6 +369,16 @@ void example() {
 }
 }  // namespace nn_modules_1
 
+// kiln/nn/transformer.h
+namespace nn_transformer_1 {
+void example() {
+  auto layer = std::make_shared<kiln::nn::TransformerEncoderLayer>(
+      kiln::nn::TransformerEncoderLayerOptions(128, 4).batch_first(true).norm_first(true));
+  kiln::nn::TransformerEncoder encoder(layer, 6);
+  kiln::Tensor y = encoder.forward(kiln::randn({8, 64, 128}), {}, {}, /*is_causal=*/true);
+}
+}  // namespace nn_transformer_1
+
 // kiln/ops.h
 namespace ops_1 {
 void example(const kiln::Tensor& x, const kiln::Tensor& a, const kiln::Tensor& b) {

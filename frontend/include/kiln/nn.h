@@ -9,3 +9,4 @@
 #include "kiln/nn/loss.h"
 #include "kiln/nn/module.h"
 #include "kiln/nn/modules.h"
+#include "kiln/nn/transformer.h"

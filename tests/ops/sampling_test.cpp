@@ -1,6 +1,6 @@
-// kiln::multinomial on every device of the suite: the frequencies of many draws against
-// the weights (with and without replacement), shapes, the generator, and refused input.
-// Draws come from a fixed seed, so each check is one fixed outcome; the margins are 5
+// kiln::multinomial and kiln::sample_logits on every device of the suite: the frequencies of many
+// draws against the weights (with and without replacement), shapes, the generator, and refused
+// input. Draws come from a fixed seed, so each check is one fixed outcome; the margins are 5
 // standard deviations of a frequency over the number of draws.
 #include <algorithm>
 #include <cmath>
@@ -117,6 +117,53 @@ TEST_P(Sampling, RefusesWhatIsNotADistribution) {
   EXPECT_EQ(multinomial(zeros({0, 3}, opts()), 2).shape(), IntArrayRef({0, 2}));
   // With replacement, more draws than categories is fine.
   EXPECT_EQ(multinomial(make({1, 1}, {2}), 7, true).numel(), 7);
+}
+
+// sample_logits: temperature 0 is the argmax; top_k and top_p cut the distribution to
+// its most likely tokens, which keep their relative odds.
+TEST_P(Sampling, SampleLogitsCutsAsGenerationDoes) {
+  manual_seed(21);
+  // log of 0.5 : 0.3 : 0.15 : 0.05, and a second row in reverse order.
+  const std::vector<double> p = {0.5, 0.3, 0.15, 0.05};
+  std::vector<double> logits;
+  for (double v : p) logits.push_back(std::log(v));
+  for (auto it = p.rbegin(); it != p.rend(); ++it) logits.push_back(std::log(*it));
+  const Tensor rows = make(logits, {2, 4});
+  const Tensor greedy = sample_logits(rows, 0.0);
+  EXPECT_EQ(greedy.shape(), IntArrayRef({2, 1}));
+  EXPECT_EQ(greedy.to_vector<int64_t>(), (std::vector<int64_t>{0, 3}));
+  const int64_t n = 4000;
+  const Tensor first = make(std::vector<double>(logits.begin(), logits.begin() + 4), {4});
+  auto draws = [&](double temperature, int64_t top_k, double top_p) {
+    std::vector<double> f(4, 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      const Tensor t = sample_logits(first, temperature, top_k, top_p);
+      EXPECT_EQ(t.shape(), IntArrayRef({1}));
+      f[static_cast<size_t>(t.item<int64_t>())] += 1.0 / static_cast<double>(n);
+    }
+    return f;
+  };
+  const double margin = 5 * std::sqrt(0.25 / static_cast<double>(n));
+  // top_k 2: 0.5 : 0.3 renormalized.
+  std::vector<double> f = draws(1.0, 2, 1.0);
+  EXPECT_NEAR(f[0], 0.625, margin);
+  EXPECT_NEAR(f[1], 0.375, margin);
+  EXPECT_EQ(f[2] + f[3], 0.0);
+  // top_p 0.7: the mass before token 2 is 0.8, so tokens 0 and 1 remain.
+  f = draws(1.0, 0, 0.7);
+  EXPECT_NEAR(f[0], 0.625, margin);
+  EXPECT_EQ(f[2] + f[3], 0.0);
+  // Temperature 2 flattens: p^(1/2) normalized.
+  f = draws(2.0, 0, 1.0);
+  double z = 0;
+  for (double v : p) z += std::sqrt(v);
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(f[i], std::sqrt(p[i]) / z, margin) << i;
+  EXPECT_KILN_ERROR(sample_logits(first, -1.0), "temperature");
+  EXPECT_KILN_ERROR(sample_logits(first, 1.0, -2), "top_k");
+  EXPECT_KILN_ERROR(sample_logits(first, 1.0, 0, 0.0), "top_p");
+  EXPECT_KILN_ERROR(sample_logits(make({1, 2}, {1, 1, 2}), 1.0), "[vocab]");
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_KILN_ERROR(sample_logits(make({-inf, -inf}, {2}), 1.0), "inf, NaN");
 }
 
 KILN_INSTANTIATE_FOR_EVERY_DEVICE(Sampling);

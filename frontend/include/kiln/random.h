@@ -54,5 +54,14 @@ Tensor randperm(int64_t n, TensorOptions options = {});
 ///   auto next = kiln::multinomial(probs, 1);                         // one token per row
 /// @endcode
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false);
+/// The next token of a language model, drawn as generation samples it: `logits`
+/// ([vocab], or [rows, vocab] for one draw per row) divided by `temperature` (0: the
+/// largest logit, no draw), cut to the `top_k` largest (0: all) and to the fewest most
+/// likely tokens whose probability reaches `top_p` (nucleus sampling; 1: all), then one
+/// draw from what remains (multinomial). The result is int64 [1] or [rows, 1], ready
+/// to append to the sequence. Throws kiln::Error for a temperature below 0, a negative
+/// top_k, a top_p outside (0, 1] or logits that are all −∞ or NaN in a row.
+Tensor sample_logits(const Tensor& logits, double temperature = 1.0, int64_t top_k = 0,
+                     double top_p = 1.0);
 
 }  // namespace kiln

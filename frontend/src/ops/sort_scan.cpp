@@ -8,6 +8,7 @@
 // "<op>: read the count (syncs)".
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <tuple>
 #include <vector>
@@ -331,6 +332,42 @@ Tensor Tensor::masked_scatter(const Tensor& mask, const Tensor& source) const {
 Tensor& Tensor::masked_scatter_(const Tensor& mask, const Tensor& source) {
   detail::impl_of(*this, "masked_scatter_");
   return copy_(kiln::masked_scatter(*this, mask, source));
+}
+
+Tensor sample_logits(const Tensor& logits, double temperature, int64_t top_k, double top_p) {
+  KILN_CHECK(logits.defined(), "sample_logits: logits is undefined");
+  KILN_CHECK(logits.dim() == 1 || logits.dim() == 2,
+             "sample_logits: logits must be [vocab] or [rows, vocab], got shape ", logits.shape());
+  KILN_CHECK(is_floating(logits.dtype()), "sample_logits: logits must be floating-point, got ",
+             logits.dtype());
+  KILN_CHECK(temperature >= 0 && std::isfinite(temperature),
+             "sample_logits: temperature must be finite and >= 0, got ", temperature);
+  KILN_CHECK(top_k >= 0, "sample_logits: top_k must be >= 0 (0: every token), got ", top_k);
+  KILN_CHECK(top_p > 0 && top_p <= 1, "sample_logits: top_p must be in (0, 1], got ", top_p);
+  NoGradGuard no_grad;
+  const bool one_row = logits.dim() == 1;
+  Tensor x = one_row ? logits.unsqueeze(0) : logits;
+  if (x.dtype() != DType::Float64) x = x.to(DType::Float32);
+  const int64_t vocab = x.size(1);
+  KILN_CHECK(vocab > 0, "sample_logits: the vocabulary is empty");
+  Tensor token;
+  if (temperature == 0) {
+    token = x.argmax(1, true);
+  } else {
+    // Most likely first; weights relative to the largest (multinomial normalizes).
+    auto [sorted, order] = sort(x / temperature, 1, true);
+    Tensor weights = exp(sorted - sorted.narrow(1, 0, 1));
+    const auto positions = TensorOptions(DType::Int64).device(x.device());
+    if (top_k > 0 && top_k < vocab)
+      weights = weights.masked_fill(arange(vocab, positions) >= top_k, 0.0);
+    if (top_p < 1) {
+      // Keep a token while the probability before it is below top_p: the first always.
+      const Tensor probs = weights / weights.sum({1}, true);
+      weights = weights.masked_fill(cumsum(probs, 1) - probs >= top_p, 0.0);
+    }
+    token = gather(order, 1, multinomial(weights, 1, true));
+  }
+  return one_row ? token.view({1}) : token;
 }
 
 }  // namespace kiln

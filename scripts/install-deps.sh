@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libfmt-dev libcli11-dev zlib1g-dev
   dataset-fashion-mnist    # the training example's data
+  fortunes                 # kiln-gpt's corpus (/usr/share/games/fortunes)
   libopenmpi-dev openmpi-bin  # many processes: Kiln::mpi, mpirun (tests run it on loopback)
   libdlpack-dev            # kiln/dlpack.h: zero-copy exchange with NumPy, PyTorch, CuPy
   clang-14 libclang-rt-14-dev  # the libFuzzer targets (tests/fuzz, scripts/fuzz.sh)

@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "model.h"
 #include "models.h"
 
 namespace kiln::bench {
@@ -133,6 +134,35 @@ PreparedWorkload prepare_train_mlp(const Device& device, DType dtype, Size size)
                           pick<int64_t>(size, 4, 64, 256));
 }
 
+// One training step of kiln-gpt's model (examples/gpt/model.h: causal attention on the
+// fused op, tied embeddings) on random tokens of a 65-character vocabulary, AdamW at
+// learning rate 0 (see prepare_training). Small is nanoGPT's 4 layers, 4 heads, 128
+// wide at context 64; medium its 6 layers, 6 heads, 384 wide at context 256.
+PreparedWorkload prepare_train_gpt(const Device& device, DType dtype, Size size) {
+  gpt::Config config;
+  config.vocab_size = 65;
+  config.n_layer = pick<int64_t>(size, 1, 4, 6);
+  config.n_head = pick<int64_t>(size, 2, 4, 6);
+  config.n_embd = pick<int64_t>(size, 16, 128, 384);
+  config.block_size = pick<int64_t>(size, 8, 64, 256);
+  const int64_t batch = pick<int64_t>(size, 2, 16, 8), t = config.block_size;
+  auto model = std::make_shared<gpt::GPT>(config);
+  model->to(dtype);
+  model->to(device);
+  auto optimizer = std::make_shared<optim::AdamW>(model->parameters(), optim::AdamWOptions(0));
+  const auto on_cpu = TensorOptions().device(Device("cpu"));
+  const Tensor x = kiln::randint(0, config.vocab_size, {batch, t}, on_cpu).to(device);
+  const Tensor y = kiln::randint(0, config.vocab_size, {batch, t}, on_cpu).to(device);
+  return {
+      "batch " + std::to_string(batch) + " x " + std::to_string(t) + " tokens, " +
+          std::to_string(config.n_layer) + " layers of " + std::to_string(config.n_embd),
+      double(batch), WorkUnit::Samples, [model, optimizer, x, y, config] {
+        optimizer->zero_grad();
+        F::cross_entropy(model->forward(x).view({-1, config.vocab_size}), y.view({-1})).backward();
+        optimizer->step();
+      }};
+}
+
 }  // namespace
 
 const char* size_name(Size size) {
@@ -158,6 +188,8 @@ const std::vector<Workload>& workloads() {
        prepare_train_cnn_graph},
       {"train-mlp", "training step of the MLP 784-256-10, SGD + momentum at learning rate 0",
        prepare_train_mlp},
+      {"train-gpt", "training step of kiln-gpt's character GPT, AdamW at learning rate 0",
+       prepare_train_gpt},
   };
   return all;
 }

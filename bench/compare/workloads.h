@@ -1,5 +1,5 @@
 #pragma once
-// The workloads `kiln-bench compare` times on every device: a few ops and two training
+// The workloads `kiln-bench compare` times on every device: a few ops and three training
 // steps, each in three sizes. A workload prepares its operands on one device and hands
 // back a step that only enqueues work; the runner (runner.h) warms it up, repeats it
 // and synchronizes the device around the clock.

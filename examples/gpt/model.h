@@ -32,6 +32,7 @@ struct KVCache {
 class CausalSelfAttention : public nn::Module {
  public:
   explicit CausalSelfAttention(const Config& c);
+  using nn::Module::forward;
   /// x [B, T, C]; with `cache` (layer `layer` of it) the keys and values of earlier
   /// positions take part and this call's are appended.
   Tensor forward(const Tensor& x, KVCache* cache, size_t layer);
@@ -45,6 +46,7 @@ class CausalSelfAttention : public nn::Module {
 class Block : public nn::Module {
  public:
   explicit Block(const Config& c);
+  using nn::Module::forward;
   Tensor forward(const Tensor& x, KVCache* cache, size_t layer);
   std::shared_ptr<nn::LayerNorm> ln_1, ln_2;
   std::shared_ptr<CausalSelfAttention> attn;

@@ -44,6 +44,10 @@ constexpr Entry kEntries[] = {
     {kStagedLog1p, "kernel", "cuda.staged: CudaStaged.Log1pMatchesTheCpu",
      "log1p on the catalogue's Log1p functor (math::log1p, CUDA's log1p) for the float "
      "types; off: the CPU fallback"},
+    {kStagedAttention, "kernel", "cuda.staged: CudaStaged.AttentionMatchesTheCpu",
+     "scaled_dot_product_attention and its backward op (a warp per query and per key row, "
+     "online softmax, head dims up to 256, the float types, Philox dropout); off: not "
+     "registered, so the frontend composes attention from matmul and softmax on the GPU"},
     {kStagedGraphs, "extension", "cuda.staged: CudaStaged.GraphReplaysLaunchCudaGraphs",
      "kiln.graphs.v1 on CUDA graphs: kiln::Graph replays runs of unpatched calls as "
      "cudaGraphExec launches (graphs.h); off: not offered, every call is relaunched"},

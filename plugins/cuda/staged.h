@@ -27,6 +27,7 @@ inline constexpr char kStagedHalfOptim[] = "optim.half";
 inline constexpr char kStagedUnscale[] = "amp.unscale";
 inline constexpr char kStagedGraphs[] = "graphs";
 inline constexpr char kStagedLog1p[] = "op.log1p";
+inline constexpr char kStagedAttention[] = "op.attention";
 
 /// Whether KILN_CUDA_STAGED turns the staged entry `name` on. Throws sdk::Error
 /// (INTERNAL) for a name that is not in the list: a misspelt name in a kernel file.

@@ -138,6 +138,54 @@ TEST(CudaStaged, Log1pMatchesTheCpu) {
   EXPECT_TRUE(matches(x.grad().to(kCpu), {3}, {0.8, 0.25, 2.0}, kFloat64Tol));
 }
 
+// The fused attention op on the GPU against the CPU's fused kernel: values and the
+// three gradients, across masks, causal, broadcast k/v, dropout (the same Philox
+// decisions) and every float type; no CPU fallback; the composed version agrees too.
+TEST(CudaStaged, AttentionMatchesTheCpu) {
+  KILN_REQUIRE_CUDA();
+  struct Case {
+    const char* what;
+    std::vector<int64_t> q, k, v;
+    bool causal, mask;
+    double dropout;
+  };
+  const std::vector<Case> cases = {
+      {"plain", {2, 3, 37, 16}, {2, 3, 50, 16}, {2, 3, 50, 24}, false, false, 0.0},
+      {"causal", {1, 4, 70, 64}, {1, 4, 70, 64}, {1, 4, 70, 64}, true, false, 0.0},
+      {"masked, k/v broadcast", {2, 2, 9, 8}, {2, 1, 13, 8}, {2, 1, 13, 8}, false, true, 0.0},
+      {"causal dropout", {1, 2, 33, 32}, {1, 2, 33, 32}, {1, 2, 33, 32}, true, false, 0.3},
+  };
+  for (DType dtype : {float32, float64, bfloat16, float16}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + c.what);
+      manual_seed(17);
+      const Tensor q = randn(c.q).to(dtype), k = randn(c.k).to(dtype), v = randn(c.v).to(dtype);
+      const Tensor w = randn({c.q[0], c.q[1], c.q[2], c.v[3]}).to(dtype);
+      const Tensor mask = c.mask ? randn({c.q[2], c.k[2]}) > -1.0 : Tensor();
+      auto run = [&](const Device& device, std::vector<Tensor>& grads) {
+        std::vector<Tensor> in = {q.to(device).requires_grad_(), k.to(device).requires_grad_(),
+                                  v.to(device).requires_grad_()};
+        manual_seed(5);
+        const Tensor out = F::scaled_dot_product_attention(
+            in[0], in[1], in[2], mask.defined() ? mask.to(device) : Tensor(), c.dropout, c.causal);
+        (out * w.to(device)).sum().backward();
+        for (const Tensor& t : in) grads.push_back(t.grad().to(kCpu));
+        return out.detach().to(kCpu);
+      };
+      std::vector<Tensor> want_grads, got_grads;
+      const Tensor want = run(kCpu, want_grads);
+      Tensor got;
+      EXPECT_EQ(fallbacks_of("attention", [&] { got = run(kCuda0, got_grads); }), 0u);
+      const Tolerance tol = dtype == float64   ? Tolerance{1e-10, 1e-10}
+                            : dtype == float32 ? Tolerance{2e-5, 2e-5}
+                                               : Tolerance{3e-2, 3e-2};
+      EXPECT_TRUE(matches(got, ref_of(want), tol));
+      for (size_t i = 0; i < 3; ++i)
+        EXPECT_TRUE(matches(got_grads[i], ref_of(want_grads[i]), tol)) << i;
+    }
+  }
+}
+
 TEST(CudaStaged, HalfNormsMatchTheCpu) {
   KILN_REQUIRE_CUDA();
   for (DType dtype : {float16, bfloat16}) {

@@ -28,6 +28,7 @@ KernelList build_table() {
   add_scan_sort_kernels(list);
   add_fft_kernels(list);
   add_optim_kernels(list);
+  add_attention_kernels(list);
   return list;
 }
 

@@ -39,6 +39,7 @@ void add_scatter_kernels(KernelList& list);    // index_add, scatter_add
 void add_scan_sort_kernels(KernelList& list);  // cumsum, sort (CUB)
 void add_fft_kernels(KernelList& list);        // fft_c2c, fft_r2c, fft_c2r (cuFFT)
 void add_optim_kernels(KernelList& list);      // the catalogue's optimizer section
+void add_attention_kernels(KernelList& list);  // scaled_dot_product_attention (staged)
 
 /// The entry of catalogue op `Op` for a kernel that takes exactly the catalogue's
 /// dtypes (the name and `supports` come from the catalogue).

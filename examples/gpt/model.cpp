@@ -1,6 +1,7 @@
 // nanoGPT's GPT (model.h).
 #include "model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -124,9 +125,11 @@ Tensor generate(GPT& model, const Tensor& idx, int64_t new_tokens, double temper
   Tensor next_input = idx.size(1) > block ? idx.narrow(1, idx.size(1) - block, block) : idx;
   for (int64_t i = 0; i < new_tokens; ++i) {
     if (cache.length + next_input.size(1) > block) {
-      // The window moves on: start again from the last block_size - 1 tokens.
+      // The window moves on: start again from the last block_size - 1 tokens (at
+      // least the last one).
       cache = KVCache();
-      next_input = out.narrow(1, out.size(1) - (block - 1), block - 1);
+      const int64_t keep = std::max<int64_t>(block - 1, 1);
+      next_input = out.narrow(1, out.size(1) - keep, keep);
     }
     const Tensor logits = model.forward(next_input, &cache);
     const Tensor last = logits.select(1, logits.size(1) - 1);

@@ -345,6 +345,11 @@ TEST(Attention, BadInputIsAClearError) {
       },
       "cannot be broadcast");
   expect_error([&] { F::scaled_dot_product_attention(randn({4}), k, v); }, "[..., L, E]");
+  expect_error(
+      [&] {
+        F::scaled_dot_product_attention(randn({2, 3, 0}), randn({2, 5, 0}), v);
+      },
+      "E = 0");
 }
 
 }  // namespace

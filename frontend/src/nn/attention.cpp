@@ -128,6 +128,8 @@ void check_operands(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
              "), got k ", k.shape());
   KILN_CHECK(v.size(-2) == k.size(-2), kName, ": v must have as many rows as k (S = ", k.size(-2),
              "), got v ", v.shape());
+  // 1/√0 scores: PyTorch gives NaN; an empty head has nothing to attend with.
+  KILN_CHECK(q.size(-1) > 0, kName, ": q and k need at least one feature, got E = 0");
   KILN_CHECK(dropout_p >= 0 && dropout_p <= 1, kName, ": dropout_p must be in [0, 1], got ",
              dropout_p);
   if (mask.defined()) {

@@ -65,6 +65,7 @@ inline AttentionShape attention_shape(const OpArgs& args, const TensorView& q, c
   expect_attention_operand(mask, "mask", {s.b, s.h, s.l, s.s}, q.dtype);
   KILN_SDK_CHECK_ARG(s.dropout_p >= 0 && s.dropout_p < 1, "dropout_p must be in [0, 1), got ",
                      s.dropout_p);
+  KILN_SDK_CHECK_ARG(s.e > 0, "q and k need at least one feature (E = 0)");
   return s;
 }
 
@@ -131,6 +132,7 @@ inline AttentionBackward attention_backward_operands(const OpArgs& args) {
   KILN_SDK_CHECK_ARG(a.lse.ndim == 3, "lse must be [B, H, L], got ", shape_string(a.lse));
   expect_shape(a.lse, {s.b, s.h, s.l}, "lse");
   expect_dtype(a.lse, detail::lse_dtype(a.q.dtype), "lse");
+  expect_contiguous(a.lse, "lse");
   detail::expect_contiguous_output(a.grad_q, "grad_q", {s.b, s.h, s.l, s.e}, a.q.dtype);
   detail::expect_contiguous_output(a.grad_k, "grad_k", {s.b, s.h, s.s, s.e}, a.q.dtype);
   detail::expect_contiguous_output(a.grad_v, "grad_v", {s.b, s.h, s.s, s.ev}, a.q.dtype);

@@ -9,6 +9,8 @@
 #include <limits>
 #include <utility>
 
+#include "nn/attention.h"
+
 #include "autograd/record.h"
 #include "dispatch/autocast.h"
 #include "kiln/autograd.h"
@@ -57,15 +59,7 @@ bool has_fused_kernels(const Tensor& q) {
 
 Tensor composed(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, bool causal,
                 double scale, double dropout_p) {
-  Tensor scores = matmul(q, k.transpose(-2, -1)) * scale;
-  if (mask.defined()) scores = scores + mask;
-  if (causal) {
-    const int64_t l = q.size(-2), s = k.size(-2);
-    const auto opts = TensorOptions(DType::Int64).device(q.device());
-    scores = scores.masked_fill(arange(s, opts).unsqueeze(0) > arange(l, opts).unsqueeze(1),
-                                -std::numeric_limits<double>::infinity());
-  }
-  Tensor probs = softmax(scores, -1);
+  Tensor probs = attention::weights(q, k, mask, causal, scale);
   if (dropout_p > 0) probs = dropout(probs, dropout_p, true);
   return matmul(probs, v);
 }
@@ -168,16 +162,11 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   if (attn_mask.defined()) {
     const int64_t mask_dims = std::min<int64_t>(attn_mask.dim(), 2);
     batch = detail::broadcast_shapes(batch, batch_of(attn_mask, mask_dims), kName);
-    // An additive mask: −∞ where a boolean mask says "may not attend".
-    const Tensor additive = attn_mask.dtype() == DType::Bool
-                                ? where(attn_mask, 0.0,
-                                        full({}, -std::numeric_limits<double>::infinity(),
-                                             TensorOptions(q.dtype()).device(q.device())))
-                                : attn_mask;
     const int64_t rows = attn_mask.dim() >= 2 ? attn_mask.size(-2) : 1, cols = attn_mask.size(-1);
     KILN_CHECK((rows == 1 || rows == l) && (cols == 1 || cols == s), kName, ": attn_mask of shape ",
                attn_mask.shape(), " does not broadcast to [L, S] = [", l, ", ", s, "]");
-    mask = as_4d(additive.dtype() == q.dtype() ? additive : additive.to(q.dtype()), batch, l, s);
+    // A boolean mask blocks where false.
+    mask = as_4d(attention::additive_mask(attn_mask, false, q.dtype()), batch, l, s);
   }
   const double sc = scale.value_or(1.0 / std::sqrt(static_cast<double>(e)));
   const Tensor q4 = as_4d(q, batch, l, e), k4 = as_4d(k, batch, s, e), v4 = as_4d(v, batch, s, ev);
@@ -199,3 +188,39 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 }
 
 }  // namespace kiln::nn::functional
+
+namespace kiln::nn::attention {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// True above the diagonal of [l, s].
+Tensor causal_blocked(int64_t l, int64_t s, const Device& device) {
+  const auto index = TensorOptions(DType::Int64).device(device);
+  return arange(s, index).unsqueeze(0) > arange(l, index).unsqueeze(1);
+}
+
+}  // namespace
+
+Tensor additive_mask(const Tensor& mask, bool blocked, DType dtype) {
+  if (mask.dtype() != DType::Bool) return mask.dtype() == dtype ? mask : mask.to(dtype);
+  const auto options = TensorOptions(dtype).device(mask.device());
+  const Tensor inf = full({}, -kInf, options), zero = zeros({}, options);
+  return blocked ? where(mask, inf, zero) : where(mask, zero, inf);
+}
+
+Tensor causal_mask(int64_t l, int64_t s, DType dtype, const Device& device) {
+  return zeros({l, s}, TensorOptions(dtype).device(device))
+      .masked_fill(causal_blocked(l, s, device), -kInf);
+}
+
+Tensor weights(const Tensor& q, const Tensor& k, const Tensor& mask, bool causal, double scale) {
+  Tensor scores = matmul(q, k.transpose(-2, -1)) * scale;
+  if (mask.defined()) scores = scores + mask;
+  if (causal)
+    scores = scores.masked_fill(causal_blocked(q.size(-2), k.size(-2), q.device()), -kInf);
+  return functional::softmax(scores, -1);
+}
+
+}  // namespace kiln::nn::attention

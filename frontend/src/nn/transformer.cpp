@@ -5,13 +5,13 @@
 
 #include <cmath>
 #include <initializer_list>
-#include <limits>
 #include <string>
 #include <vector>
 
 #include "kiln/error.h"
 #include "kiln/nn/init.h"
 #include "kiln/ops.h"
+#include "nn/attention.h"
 
 namespace kiln::nn {
 
@@ -19,23 +19,12 @@ namespace F = functional;
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 // A module mask as an additive one of `dtype`: a boolean one is true where attention
 // is not allowed (PyTorch's modules' convention), a floating one is added as it is.
-Tensor additive_mask(const Tensor& mask, DType dtype, const char* what) {
-  if (mask.dtype() == DType::Bool)
-    return zeros(mask.shape(), TensorOptions(dtype).device(mask.device())).masked_fill(mask, -kInf);
-  KILN_CHECK(is_floating(mask.dtype()), "MultiheadAttention: ", what,
+Tensor module_mask(const Tensor& mask, DType dtype, const char* what) {
+  KILN_CHECK(mask.dtype() == DType::Bool || is_floating(mask.dtype()), "MultiheadAttention: ", what,
              " must be bool or floating-point, got ", mask.dtype());
-  return mask.to(dtype);
-}
-
-// −∞ above the diagonal of [l, s] (top-left aligned, as F::scaled_dot_product_attention).
-Tensor causal_mask(int64_t l, int64_t s, DType dtype, const Device& device) {
-  const auto index = TensorOptions(DType::Int64).device(device);
-  return zeros({l, s}, TensorOptions(dtype).device(device))
-      .masked_fill(arange(s, index).unsqueeze(0) > arange(l, index).unsqueeze(1), -kInf);
+  return attention::additive_mask(mask, true, dtype);
 }
 
 }  // namespace
@@ -147,7 +136,7 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     KILN_CHECK(per_head || shared, "MultiheadAttention: attn_mask must be [L, S] = [", l, ", ", s,
                "] or [N·num_heads, L, S] = [", n * heads, ", ", l, ", ", s, "], got ",
                attn_mask.shape());
-    mask = additive_mask(attn_mask, dtype, "attn_mask");
+    mask = module_mask(attn_mask, dtype, "attn_mask");
     if (per_head) mask = mask.reshape({n, heads, l, s});
   }
   if (key_padding_mask.defined()) {
@@ -158,23 +147,20 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     KILN_CHECK(padding_ok, "MultiheadAttention: key_padding_mask must be [N, S] = [", n, ", ", s,
                "] ([S] unbatched), got ", key_padding_mask.shape());
     const Tensor padding =
-        additive_mask(key_padding_mask, dtype, "key_padding_mask").reshape({n, 1, 1, s});
+        module_mask(key_padding_mask, dtype, "key_padding_mask").reshape({n, 1, 1, s});
     mask = mask.defined() ? mask + padding : padding;
   }
   // is_causal is PyTorch's hint that attn_mask is causal: alone, it is the mask.
   bool causal = is_causal && !attn_mask.defined();
   if (causal && mask.defined()) {
-    mask = mask + causal_mask(l, s, dtype, q.device());
+    mask = mask + attention::causal_mask(l, s, dtype, q.device());
     causal = false;
   }
 
   const double p = is_training() ? options_.dropout() : 0.0;
   Tensor out, weights;
   if (need_weights) {
-    Tensor scores = matmul(qh, kh.transpose(-2, -1)) * (1.0 / std::sqrt(double(head_dim)));
-    if (mask.defined()) scores = scores + mask;
-    if (causal) scores = scores + causal_mask(l, s, dtype, q.device());
-    weights = F::softmax(scores, -1);
+    weights = attention::weights(qh, kh, mask, causal, 1.0 / std::sqrt(double(head_dim)));
     if (p > 0) weights = F::dropout(weights, p, true);
     out = matmul(weights, vh);
     if (average_attn_weights) weights = weights.mean({1});

@@ -38,7 +38,6 @@ namespace detail {
 
 inline void expect_attention_operand(const TensorView& t, const char* name,
                                      std::initializer_list<int64_t> shape, kiln_dtype dtype) {
-  KILN_SDK_CHECK_ARG(t.ndim == 4, name, " must be 4-D, got ", shape_string(t));
   expect_shape(t, shape, name);
   expect_dtype(t, dtype, name);
 }
@@ -74,8 +73,8 @@ inline kiln_dtype lse_dtype(kiln_dtype d) {
   return d == KILN_DTYPE_FLOAT64 ? KILN_DTYPE_FLOAT64 : KILN_DTYPE_FLOAT32;
 }
 
-inline void expect_contiguous_output(const TensorView& t, const char* name,
-                                     std::initializer_list<int64_t> shape, kiln_dtype dtype) {
+inline void expect_contiguous_operand(const TensorView& t, const char* name,
+                                      std::initializer_list<int64_t> shape, kiln_dtype dtype) {
   expect_shape(t, shape, name);
   expect_dtype(t, dtype, name);
   expect_contiguous(t, name);
@@ -100,8 +99,8 @@ inline Attention attention_operands(const OpArgs& args) {
               {}};
   a.shape = detail::attention_shape(args, a.q, a.k, a.v, a.mask);
   const AttentionShape& s = a.shape;
-  detail::expect_contiguous_output(a.out, "out", {s.b, s.h, s.l, s.ev}, a.q.dtype);
-  detail::expect_contiguous_output(a.lse, "lse", {s.b, s.h, s.l}, detail::lse_dtype(a.q.dtype));
+  detail::expect_contiguous_operand(a.out, "out", {s.b, s.h, s.l, s.ev}, a.q.dtype);
+  detail::expect_contiguous_operand(a.lse, "lse", {s.b, s.h, s.l}, detail::lse_dtype(a.q.dtype));
   return a;
 }
 
@@ -129,13 +128,10 @@ inline AttentionBackward attention_backward_operands(const OpArgs& args) {
   const AttentionShape& s = a.shape;
   detail::expect_attention_operand(a.grad_out, "grad_out", {s.b, s.h, s.l, s.ev}, a.q.dtype);
   detail::expect_attention_operand(a.out, "out", {s.b, s.h, s.l, s.ev}, a.q.dtype);
-  KILN_SDK_CHECK_ARG(a.lse.ndim == 3, "lse must be [B, H, L], got ", shape_string(a.lse));
-  expect_shape(a.lse, {s.b, s.h, s.l}, "lse");
-  expect_dtype(a.lse, detail::lse_dtype(a.q.dtype), "lse");
-  expect_contiguous(a.lse, "lse");
-  detail::expect_contiguous_output(a.grad_q, "grad_q", {s.b, s.h, s.l, s.e}, a.q.dtype);
-  detail::expect_contiguous_output(a.grad_k, "grad_k", {s.b, s.h, s.s, s.e}, a.q.dtype);
-  detail::expect_contiguous_output(a.grad_v, "grad_v", {s.b, s.h, s.s, s.ev}, a.q.dtype);
+  detail::expect_contiguous_operand(a.lse, "lse", {s.b, s.h, s.l}, detail::lse_dtype(a.q.dtype));
+  detail::expect_contiguous_operand(a.grad_q, "grad_q", {s.b, s.h, s.l, s.e}, a.q.dtype);
+  detail::expect_contiguous_operand(a.grad_k, "grad_k", {s.b, s.h, s.s, s.e}, a.q.dtype);
+  detail::expect_contiguous_operand(a.grad_v, "grad_v", {s.b, s.h, s.s, s.ev}, a.q.dtype);
   return a;
 }
 

@@ -1,5 +1,6 @@
 // Creation functions on the default device (cpu:0 in this test's environment).
 #include <cmath>
+#include <limits>
 
 #include "support/kiln_test.h"
 
@@ -120,6 +121,19 @@ TEST(Creation, ArangeBadStepThrows) {
   EXPECT_KILN_ERROR(arange(0, 5, 0));
   EXPECT_KILN_ERROR(arange(0, 5, -1));  // step's sign disagrees with end - start
   EXPECT_KILN_ERROR(arange(0, 5, 0.5, TensorOptions().dtype(int32)), "0.5", "truncated to 0");
+}
+
+// A count past int64 is refused (end - start once overflowed), and one that fits but
+// cannot be allocated fails at the allocation.
+TEST(Creation, ArangeCountsPastInt64AreRefused) {
+  const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  EXPECT_KILN_ERROR(arange(lo, hi), "more elements than int64 counts");
+  EXPECT_KILN_ERROR(arange(hi, lo, -1), "more elements than int64 counts");
+  EXPECT_KILN_ERROR(arange(0.0, 1e300, 1e-300), "more elements than int64 counts");
+  EXPECT_KILN_ERROR(arange(0, 1e19, 1, TensorOptions().dtype(int32)), "do not fit");
+  EXPECT_KILN_ERROR(arange(hi), "memory");
+  EXPECT_KILN_ERROR(arange(hi, TensorOptions().dtype(float64)), "memory");
+  EXPECT_EQ(arange(hi - 2, hi).numel(), 2);  // counted in int64 (the values go through float64)
 }
 
 // An integer dtype counts with truncated bounds and step, as PyTorch 1.13's arange.

@@ -66,6 +66,14 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
   const double s = start.to_double(), e = end.to_double(), st = step.to_double();
   KILN_CHECK(std::isfinite(s) && std::isfinite(e) && std::isfinite(st),
              "arange: need finite bounds and step, got start=", s, " end=", e, " step=", st);
+  // The element count from a floating one, refused past int64 (the cast would be
+  // undefined there).
+  constexpr double kLimit = 9.2233720368547758e18;  // 2^63
+  auto count_of = [&](double count) {
+    KILN_CHECK(count < kLimit, "arange: start=", s, " end=", e, " step=", st,
+               " gives more elements than int64 counts");
+    return static_cast<int64_t>(count);
+  };
   int64_t n = 0;
   double first = s, stride = st;
   if (integral || is_integral(options.dtype())) {
@@ -73,7 +81,6 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
     // (arange(0, 6, 1.5, int64) is 0, 1, ..., 5; a step of 0.5 is 0), and takes the
     // length from the truncated bounds for int64 but from the given ones for the other
     // integer dtypes (arange(2.7, int32) has 3 values, arange(2.7, int64) 2).
-    constexpr double kLimit = 9.2233720368547758e18;  // 2^63
     KILN_CHECK(integral || (std::abs(s) < kLimit && std::abs(e) < kLimit && std::abs(st) < kLimit),
                "arange: start=", s, " end=", e, " step=", st, " do not fit in ", options.dtype());
     const int64_t a = integral ? start.to_int() : static_cast<int64_t>(s);
@@ -83,15 +90,22 @@ Tensor arange(Scalar start, Scalar end, Scalar step, TensorOptions options) {
                integral ? "" : " (truncated to 0 for an integer dtype)");
     KILN_CHECK(c > 0 ? b >= a : b <= a, "arange: the step ", c,
                " moves away from the end (start=", a, ", end=", b, ")");
-    n = integral || options.dtype() == DType::Int64 ? (b - a + c - (c > 0 ? 1 : -1)) / c
-                                                    : static_cast<int64_t>(std::ceil((e - s) / st));
+    if (integral || options.dtype() == DType::Int64) {
+      // In 128 bits: end - start alone can pass int64 (arange(INT64_MAX) + 1 did).
+      const __int128 count = (static_cast<__int128>(b) - a + c - (c > 0 ? 1 : -1)) / c;
+      KILN_CHECK(count <= INT64_MAX, "arange: start=", a, " end=", b, " step=", c,
+                 " gives more elements than int64 counts");
+      n = static_cast<int64_t>(count);
+    } else {
+      n = count_of(std::ceil((e - s) / st));
+    }
     first = static_cast<double>(a);
     stride = static_cast<double>(c);
   } else {
     KILN_CHECK(st != 0, "arange: the step must be non-zero");
     KILN_CHECK((e - s) / st >= 0 || s == e, "arange: the step ", st,
                " moves away from the end (start=", s, ", end=", e, ")");
-    n = static_cast<int64_t>(std::ceil((e - s) / st));
+    n = count_of(std::ceil((e - s) / st));
   }
   Tensor t = empty({std::max<int64_t>(n, 0)}, options);
   detail::dispatch(detail::attrs::arange{.start = first, .step = stride}, {}, {t.impl().get()});

@@ -444,6 +444,25 @@ TEST_P(TensorMethods, Interpolate) {
   EXPECT_KILN_ERROR(F::interpolate(img, {3, 3}, "cubic"), "mode");
 }
 
+// A huge size fails at its first allocation with the device's out-of-memory error and
+// leaves the device usable: the positions are never a host list (one took 16.8 GB
+// before ending in std::bad_alloc).
+TEST_P(TensorMethods, HugePadAndInterpolateSizesFailCleanly) {
+  namespace F = kiln::nn::functional;
+  const int64_t huge = int64_t{1} << 40, most = std::numeric_limits<int64_t>::max();
+  auto r = make({1, 2, 3, 4}, {1, 1, 4});
+  EXPECT_KILN_ERROR(F::interpolate(r, {huge}), "out of memory");
+  EXPECT_KILN_ERROR(F::interpolate(r, {huge}, "linear"), "out of memory");
+  EXPECT_KILN_ERROR(F::interpolate(r, {most}, "linear", true), "memory");
+  EXPECT_KILN_ERROR(F::pad(r, {huge, 0}, "replicate"), "out of memory");
+  EXPECT_KILN_ERROR(F::pad(r, {0, huge}), "out of memory");
+  EXPECT_KILN_ERROR(F::pad(r, {huge, 0}, "circular"), "more than once");
+  EXPECT_KILN_ERROR(F::pad(r, {most, 1}, "replicate"), "overflows int64");
+  EXPECT_KILN_ERROR(F::pad(r, {1, most}), "overflows int64");
+  EXPECT_TRUE(matches(F::pad(r, {1, 1}, "replicate"), {1, 1, 6}, {1, 1, 2, 3, 4, 4}));
+  EXPECT_TRUE(matches(F::interpolate(r, {2}), {1, 1, 2}, {1, 3}));
+}
+
 // Next to an infinity PyTorch's (1 − λ)·a + λ·b keeps the infinity where λ is 0 and
 // gives NaN where a 0 weight meets it (Kiln's a + (b − a)·λ gave NaN for both).
 TEST_P(TensorMethods, InterpolateNextToAnInfinity) {

@@ -1,11 +1,11 @@
-// F::pad and F::interpolate: both pick source positions along each dimension, worked
-// out on the host from the sizes alone, with index_select (reflect, replicate and
-// circular padding; nearest and linear resampling), so they run on every backend and
-// are differentiable through index_select. Constant padding joins filled blocks with
+// F::pad and F::interpolate: both pick source positions along each dimension with
+// index_select (reflect, replicate and circular padding; nearest and linear resampling),
+// so they run on every backend and are differentiable through index_select. The
+// positions are computed on the tensor's device from the sizes (arange and pointwise
+// ops, float64 where a scale is involved, as the reference formulas are), never as a
+// host list: a huge requested size fails at its first allocation with the device's
+// out-of-memory error, not in a host loop. Constant padding joins filled blocks with
 // cat; negative padding crops.
-
-#include <algorithm>
-#include <cmath>
 
 #include "kiln/nn/functional.h"
 #include "kiln/ops.h"
@@ -15,8 +15,9 @@ namespace kiln::nn::functional {
 
 namespace {
 
-Tensor positions(const Tensor& like, const std::vector<int64_t>& index) {
-  return from_vector<int64_t>(index).to(like.device());
+// 0, 1, ..., n - 1 as `dtype` on `like`'s device.
+Tensor iota(const Tensor& like, int64_t n, DType dtype) {
+  return arange(n, TensorOptions(dtype).device(like.device()));
 }
 
 // Pads dimension d by `before` and `after` (both >= 0) with the given mode.
@@ -42,19 +43,17 @@ Tensor pad_dim(const Tensor& x, int64_t d, int64_t before, int64_t after, const 
   if (mode == "circular")  // PyTorch's rule: the padding wraps around at most once
     KILN_CHECK(before <= n && after <= n, "pad: circular padding (", before, ", ", after,
                ") would wrap around dimension ", d, " of size ", n, " more than once");
-  std::vector<int64_t> index;
-  for (int64_t i = -before; i < n + after; ++i) {
-    int64_t j = i;
-    if (mode == "replicate") {
-      j = std::clamp<int64_t>(i, 0, n - 1);
-    } else if (mode == "reflect") {
-      j = i < 0 ? -i : i >= n ? 2 * (n - 1) - i : i;
-    } else {  // circular
-      j = ((i % n) + n) % n;
-    }
-    index.push_back(j);
+  // i runs over [-before, n + after); j is the source position it reads.
+  const Tensor i = iota(x, before + n + after, DType::Int64) - before;
+  Tensor j;
+  if (mode == "replicate") {
+    j = clamp(i, 0, n - 1);
+  } else if (mode == "reflect") {  // -i before the start, 2(n - 1) - i past the end
+    j = (n - 1) - abs((n - 1) - abs(i));
+  } else {  // circular: i wraps at most once
+    j = where(i < 0, i + n, where(i >= n, i - n, i));
   }
-  return index_select(x, d, positions(x, index));
+  return index_select(x, d, j);
 }
 
 }  // namespace
@@ -86,6 +85,11 @@ Tensor pad(const Tensor& x, IntArrayRef padding, const std::string& mode, double
       before = std::max<int64_t>(0, before);
       after = std::max<int64_t>(0, after);
     }
+    int64_t padded = 0;
+    KILN_CHECK(!__builtin_add_overflow(y.size(d), before, &padded) &&
+                   !__builtin_add_overflow(padded, after, &padded),
+               "pad: padding (", before, ", ", after, ") of dimension ", d, " (size ", y.size(d),
+               ") overflows int64");
     y = pad_dim(y, d, before, after, mode, value);
   }
   return y;
@@ -109,34 +113,27 @@ Tensor interpolate(const Tensor& x, IntArrayRef size, const std::string& mode, b
     const int64_t d = 2 + k, in = x.size(d), out = size[static_cast<size_t>(k)];
     KILN_CHECK(out > 0 && in > 0, "interpolate: sizes must be positive, got ", in, " -> ", out);
     const double scale = static_cast<double>(in) / static_cast<double>(out);
+    const Tensor i = iota(y, out, DType::Float64);
     if (mode == "nearest") {  // PyTorch's 'nearest': floor(i * in / out)
-      std::vector<int64_t> index;
-      for (int64_t i = 0; i < out; ++i)
-        index.push_back(std::min<int64_t>(static_cast<int64_t>(std::floor(i * scale)), in - 1));
-      y = index_select(y, d, positions(y, index));
+      y = index_select(y, d, clamp((i * scale).to(DType::Int64), std::nullopt, in - 1));
       continue;
     }
-    std::vector<int64_t> lo, hi;
-    std::vector<double> weight;
-    for (int64_t i = 0; i < out; ++i) {
-      double src = align_corners ? (out > 1 ? i * static_cast<double>(in - 1) / (out - 1) : 0.0)
-                                 : std::max(0.0, (i + 0.5) * scale - 0.5);
-      const int64_t i0 = std::min<int64_t>(static_cast<int64_t>(std::floor(src)), in - 1);
-      lo.push_back(i0);
-      hi.push_back(std::min<int64_t>(i0 + 1, in - 1));
-      weight.push_back(src - static_cast<double>(i0));
-    }
+    // The source coordinate (>= 0, so truncation is floor), its two neighbours and the
+    // weight of the upper one.
+    const Tensor src =
+        align_corners ? (out > 1 ? i * static_cast<double>(in - 1) / static_cast<double>(out - 1)
+                                 : zeros_like(i))
+                      : clamp((i + 0.5) * scale - 0.5, 0.0, std::nullopt);
+    const Tensor lo = clamp(src.to(DType::Int64), std::nullopt, in - 1);
+    const Tensor hi = clamp(lo + 1, std::nullopt, in - 1);
     std::vector<int64_t> wshape(static_cast<size_t>(y.dim()), 1);
     wshape[static_cast<size_t>(d)] = out;
-    std::vector<double> rest(weight.size());
-    std::transform(weight.begin(), weight.end(), rest.begin(), [](double l) { return 1.0 - l; });
-    auto weights = [&](const std::vector<double>& v) {
-      return from_vector<double>(v, wshape).to(y.dtype()).to(y.device());
-    };
-    Tensor a = index_select(y, d, positions(y, lo)), b = index_select(y, d, positions(y, hi));
+    const Tensor upper = (src - lo).reshape(wshape).to(y.dtype());
+    const Tensor lower = (1.0 - (src - lo)).reshape(wshape).to(y.dtype());
+    const Tensor a = index_select(y, d, lo), b = index_select(y, d, hi);
     // PyTorch's form (1 − λ)·a + λ·b, not a + (b − a)·λ: next to an infinity the latter
     // gives inf − inf = NaN where PyTorch gives the infinity.
-    y = a * weights(rest) + b * weights(weight);
+    y = a * lower + b * upper;
   }
   return y;
 }

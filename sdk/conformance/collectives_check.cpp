@@ -15,40 +15,66 @@ namespace {
 using distributed::Communicator;
 using distributed::ReduceOp;
 
-// Rank r's value at element i (see the header).
+// Rank r's value at element i (see the header). It repeats every kPeriod elements
+// (i·7 mod 32 every 32, (i/5)·3 mod 32 every 160), so the operands and the expected
+// results are tiled from one period: a per-element reference cost more than the
+// collectives it checks.
+constexpr int64_t kPeriod = 160;
 double value(int rank, int64_t i, DType dtype) {
   const int64_t k = ((i * 7 + rank * 13 + (i / 5) * 3) % 32) - 16;
   return is_floating(dtype) ? static_cast<double>(k) * 0.5 : static_cast<double>(k);
 }
 
+// One period of a sequence: f(offset), ..., f(offset + kPeriod - 1).
+template <class F>
+std::vector<double> period_of(int64_t offset, F f) {
+  std::vector<double> period(kPeriod);
+  for (int64_t j = 0; j < kPeriod; ++j) period[static_cast<size_t>(j)] = f(offset + j);
+  return period;
+}
+
+std::vector<double> rank_period(int rank, DType dtype, int64_t offset = 0) {
+  return period_of(offset, [&](int64_t i) { return value(rank, i, dtype); });
+}
+
+// Rank r's elements [offset, offset + n): one period repeated on the device.
 Tensor rank_tensor(int rank, int64_t n, DType dtype, const Device& device, int64_t offset = 0) {
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = value(rank, i + offset, dtype);
-  return from_vector<double>(v, {n}).to(dtype).to(device);
+  const Tensor period =
+      from_vector<double>(rank_period(rank, dtype, offset), {kPeriod}).to(dtype).to(device);
+  return period.repeat({(n + kPeriod - 1) / kPeriod}).narrow(0, 0, n);
 }
 
-double reduce_ref(ReduceOp op, int ranks, int64_t i, DType dtype, int64_t offset = 0) {
-  double acc = value(0, i + offset, dtype);
-  for (int r = 1; r < ranks; ++r) {
-    const double v = value(r, i + offset, dtype);
-    if (op == ReduceOp::Sum || op == ReduceOp::Avg) acc += v;
-    if (op == ReduceOp::Min) acc = std::min(acc, v);
-    if (op == ReduceOp::Max) acc = std::max(acc, v);
-  }
-  if (op == ReduceOp::Avg) acc = is_floating(dtype) ? acc / ranks : std::trunc(acc / ranks);
-  return acc;
+// The reduction of every rank's elements, one period from `offset`.
+std::vector<double> reduced_period(ReduceOp op, int ranks, DType dtype, int64_t offset = 0) {
+  return period_of(offset, [&](int64_t i) {
+    double acc = value(0, i, dtype);
+    for (int r = 1; r < ranks; ++r) {
+      const double v = value(r, i, dtype);
+      if (op == ReduceOp::Sum || op == ReduceOp::Avg) acc += v;
+      if (op == ReduceOp::Min) acc = std::min(acc, v);
+      if (op == ReduceOp::Max) acc = std::max(acc, v);
+    }
+    if (op == ReduceOp::Avg) acc = is_floating(dtype) ? acc / ranks : std::trunc(acc / ranks);
+    return acc;
+  });
 }
 
-// "" when t holds expected(i) for i in [0, n), else the first difference.
-std::string compare(const Tensor& t, int64_t n, const std::function<double(int64_t)>& expected) {
+// "" when t's n elements repeat `period`, else the first difference. Read in chunks,
+// so that no host copy of a large tensor is made.
+std::string compare(const Tensor& t, int64_t n, const std::vector<double>& period) {
   if (t.numel() != n) return "wrong element count " + std::to_string(t.numel());
-  const std::vector<double> got = t.to_vector<double>();
-  for (int64_t i = 0; i < n; ++i) {
-    const double e = expected(i);
-    if (got[static_cast<size_t>(i)] != e) {
-      std::ostringstream out;
-      out << "element " << i << " is " << got[static_cast<size_t>(i)] << ", expected " << e;
-      return out.str();
+  constexpr int64_t kChunk = 64 * kPeriod;
+  for (int64_t start = 0; start < n; start += kChunk) {
+    const std::vector<double> got =
+        t.narrow(0, start, std::min(kChunk, n - start)).to_vector<double>();
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double e = period[i % kPeriod];
+      if (got[i] != e) {
+        std::ostringstream out;
+        out << "element " << start + static_cast<int64_t>(i) << " is " << got[i] << ", expected "
+            << e;
+        return out.str();
+      }
     }
   }
   return "";
@@ -121,12 +147,12 @@ void collectives_check(const std::string& plugin, Reporter& reporter,
               out.push_back(in_place ? in.back() : empty({n}, options(dtype, r)));
             }
             comm.all_reduce(in, out, op);
+            const std::vector<double> expected = reduced_period(op, ranks, dtype);
             for (int r = 0; r < ranks; ++r) {
-              std::string e = compare(out[static_cast<size_t>(r)], n,
-                                      [&](int64_t i) { return reduce_ref(op, ranks, i, dtype); });
+              std::string e = compare(out[static_cast<size_t>(r)], n, expected);
               if (!e.empty()) return "rank " + std::to_string(r) + ": " + e;
             }
-            return in_place ? "" : compare(in[0], n, [&](int64_t i) { return value(0, i, dtype); });
+            return in_place ? "" : compare(in[0], n, rank_period(0, dtype));
           });
   }
   check(reporter, native, "broadcast" + group,
@@ -138,9 +164,9 @@ void collectives_check(const std::string& plugin, Reporter& reporter,
             out.push_back(in_place ? in.back() : zeros({n}, options(dtype, r)));
           }
           comm.broadcast(in, out, root);
+          const std::vector<double> expected = rank_period(root, dtype);
           for (int r = 0; r < ranks; ++r) {
-            std::string e = compare(out[static_cast<size_t>(r)], n,
-                                    [&](int64_t i) { return value(root, i, dtype); });
+            std::string e = compare(out[static_cast<size_t>(r)], n, expected);
             if (!e.empty()) return "rank " + std::to_string(r) + ": " + e;
           }
           return "";
@@ -160,10 +186,14 @@ void collectives_check(const std::string& plugin, Reporter& reporter,
           }
           comm.all_gather(in, out);
           for (int r = 0; r < ranks; ++r) {
-            std::string e = compare(out[static_cast<size_t>(r)], ranks * n, [&](int64_t i) {
-              return value(static_cast<int>(i / std::max<int64_t>(n, 1)),
-                           i % std::max<int64_t>(n, 1), dtype);
-            });
+            const Tensor& all = out[static_cast<size_t>(r)];
+            std::string e = all.numel() == ranks * n
+                                ? ""
+                                : "wrong element count " + std::to_string(all.numel());
+            for (int part = 0; part < ranks && e.empty(); ++part) {
+              e = compare(all.narrow(0, part * n, n), n, rank_period(part, dtype));
+              if (!e.empty()) e = "part " + std::to_string(part) + ": " + e;
+            }
             if (!e.empty()) return "rank " + std::to_string(r) + ": " + e;
           }
           return "";
@@ -179,9 +209,8 @@ void collectives_check(const std::string& plugin, Reporter& reporter,
           }
           comm.reduce_scatter(in, out, op);
           for (int r = 0; r < ranks; ++r) {
-            std::string e = compare(out[static_cast<size_t>(r)], n, [&](int64_t i) {
-              return reduce_ref(op, ranks, i, dtype, r * n);
-            });
+            std::string e =
+                compare(out[static_cast<size_t>(r)], n, reduced_period(op, ranks, dtype, r * n));
             if (!e.empty()) return "rank " + std::to_string(r) + ": " + e;
           }
           return "";

@@ -24,6 +24,7 @@ struct Args {
   int64_t epochs = 8;
   int64_t batch_size = 64;
   int64_t limit_batches = 0;
+  int64_t limit_test_batches = 0;  // 0: the whole test set, in batches of 1000
   int64_t stop_after = 0;
   double lr = 1e-3;
   double weight_decay = -1;  // negative: each optimizer's own default

@@ -109,13 +109,17 @@ kiln::autocast precision_scope(const Args& a, const kiln::Device& device) {
                         a.precision != "fp32");
 }
 
+constexpr int64_t kTestBatch = 1000;  // images per evaluation batch
+
 double evaluate(const Args& a, kiln::nn::Module& model, kiln::data::DataLoader& loader,
                 const kiln::Device& device) {
   kiln::NoGradGuard no_grad;
   model.eval();
   int64_t correct = 0, total = 0;
   const kiln::autocast scope = precision_scope(a, device);
+  int64_t batches = 0;
   for (auto& batch : loader) {
+    if (a.limit_test_batches > 0 && batches++ == a.limit_test_batches) break;
     kiln::Tensor predicted = model.forward(batch.input).argmax(1);
     correct += (predicted == batch.target).sum().item<int64_t>();
     total += batch.target.numel();
@@ -226,8 +230,15 @@ int run(const Args& a) {
     train_options.transform(kiln::data::RandomHorizontalFlip(0.5, a.seed));
   kiln::data::DataLoader train_loader(train_set, train_options);
   kiln::data::DataLoader test_loader(
-      test_set, kiln::data::DataLoaderOptions().batch_size(1000).shuffle(false).device(device));
+      test_set,
+      kiln::data::DataLoaderOptions().batch_size(kTestBatch).shuffle(false).device(device));
 
+  // The test images evaluated: --limit-test-batches batches of kTestBatch, or all.
+  const int64_t test_images =
+      a.limit_test_batches > 0 &&
+              a.limit_test_batches < (test_set->size() + kTestBatch - 1) / kTestBatch
+          ? a.limit_test_batches * kTestBatch
+          : test_set->size();
   int64_t batches = train_loader.size();
   if (a.limit_batches > 0) batches = std::min(batches, a.limit_batches);
   KILN_CHECK(a.epochs <= INT64_MAX / std::max<int64_t>(batches, 1), "--epochs ", a.epochs,
@@ -267,7 +278,7 @@ int run(const Args& a) {
                   : a.precision == "fp16" ? " (autocast, loss scaling)"
                                           : "")
               << (a.graph ? ", graph replay" : "") << " (" << train_set->size() << " training / "
-              << test_set->size() << " test images)\n";
+              << test_images << " test images)\n";
 
   auto step_loss = [&](const kiln::Tensor& x, const kiln::Tensor& y) {
     const kiln::autocast scope = precision_scope(a, device);
@@ -483,6 +494,9 @@ int main(int argc, char** argv) {
       ->check(integer_in(1));
   app.add_option("--limit-batches", a.limit_batches,
                  "stop each epoch after this many batches (quick runs)")
+      ->check(integer_in(0));
+  app.add_option("--limit-test-batches", a.limit_test_batches,
+                 "evaluate on this many test batches of 1000 images (quick runs); 0: all")
       ->check(integer_in(0));
   app.add_option("--watchdog", a.watchdog,
                  "seconds without a finished step before the run ends (exit 124), naming the "

@@ -2,11 +2,15 @@
 # replayed (kiln/graph.h) must give the same losses and accuracies, bit for bit, for
 # the CNN with Adam and dropout, and for the MLP with SGD, a step schedule and a short
 # last batch (which runs eagerly between replays).
-#   -DPROGRAM=kiln-train -DWORK=dir
+#   -DPROGRAM=kiln-train -DWORK=dir [-DTEST_BATCHES=2]
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 function(run name)
-  execute_process(COMMAND ${PROGRAM} --seed 3 ${ARGN} --metrics-json ${WORK}/${name}.json
+  set(eval)
+  if(TEST_BATCHES)
+    set(eval --limit-test-batches ${TEST_BATCHES})
+  endif()
+  execute_process(COMMAND ${PROGRAM} --seed 3 ${eval} ${ARGN} --metrics-json ${WORK}/${name}.json
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   message("${out}${err}")
   if(NOT rc EQUAL 0)

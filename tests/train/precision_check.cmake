@@ -3,9 +3,13 @@
 # reaches a test accuracy within TOLERANCE of the float32 run. (The full 8-epoch
 # figures are in the README.)
 #   -DPROGRAM=kiln-train -DWORK=dir -DBATCHES=300 -DTOLERANCE=0.02
+#   [-DTEST_BATCHES=2]   (evaluate on that many test batches, not all)
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 set(common --model cnn --epochs 1 --limit-batches ${BATCHES} --seed 3)
+if(TEST_BATCHES)
+  list(APPEND common --limit-test-batches ${TEST_BATCHES})
+endif()
 function(train precision)
   execute_process(COMMAND ${PROGRAM} ${common} --precision ${precision}
                           --metrics-json ${WORK}/${precision}.json

@@ -282,6 +282,36 @@ TEST(Checkpoint, TensorEntriesCopyIntoDefinedTensorsAndSetUndefinedOnes) {
   EXPECT_KILN_ERROR(kiln::load(c, dir / "t.safetensors"), "key 't'", "[4]");
 }
 
+// kiln::load checks every destination before it sets anything: a tensor it cannot
+// write into (an expanded view, whose elements overlap) is refused naming the file and
+// the entry, and the module listed before it keeps its weights (they were replaced
+// first, and the error named neither). A module parameter alike.
+TEST(Checkpoint, UnwritableDestinationsAreRefusedBeforeAnythingIsSet) {
+  TempDir dir;
+  const auto path = dir / "m.safetensors";
+  auto saved = std::make_shared<nn::Linear>(2, 2);
+  Tensor w = from_vector<float>({1, 2, 3});
+  kiln::save({{"model", saved}, {"w", w}}, path);
+
+  auto model = std::make_shared<nn::Linear>(2, 2);
+  const std::vector<float> weights = model->weight.to_vector<float>();
+  Tensor overlapping = zeros({1}).expand({3});
+  EXPECT_KILN_ERROR(kiln::load({{"model", model}, {"w", overlapping}}, path), path.string(), "'w'",
+                    "overlap");
+  EXPECT_EQ(model->weight.to_vector<float>(), weights);
+
+  auto expanded = std::make_shared<nn::Linear>(2, 2);
+  expanded->register_parameter("bias", zeros({1}).expand({2}));
+  const std::vector<float> before = expanded->weight.to_vector<float>();
+  Tensor w_into = zeros({3});
+  EXPECT_KILN_ERROR(kiln::load({{"model", expanded}, {"w", w_into}}, path), path.string(),
+                    "'model'", "cannot write into", "bias");
+  EXPECT_EQ(expanded->weight.to_vector<float>(), before);
+  EXPECT_EQ(w_into.to_vector<float>(), (std::vector<float>{0, 0, 0}));
+  EXPECT_KILN_ERROR(expanded->load_state_dict(saved->state_dict()), "cannot write into", "bias");
+  EXPECT_EQ(expanded->weight.to_vector<float>(), before);
+}
+
 // The file-size limit makes the write fail part-way (as a full disk would): the
 // previous checkpoint stays byte for byte, and no temporary file is left.
 TEST(Checkpoint, FailedSaveLeavesThePreviousFileIntact) {

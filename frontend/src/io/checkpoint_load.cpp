@@ -11,6 +11,7 @@
 #include <string_view>
 #include <utility>
 
+#include "core/tensor_impl.h"
 #include "io/checkpoint_format.h"
 #include "kiln/amp.h"
 #include "kiln/autograd.h"
@@ -181,6 +182,9 @@ Prepared prepare_entry(const CheckpointEntry& item, const CheckpointFile::Entry&
               !target->defined() || (target->shape() == t.shape() && target->dtype() == t.dtype()),
               "key '", entry.name, "': ", t.dtype(), " ", t.shape(), " in the file, but ",
               target->dtype(), " ", target->shape(), " here");
+          KILN_CHECK(!target->defined() || !target->impl()->has_internal_overlap(),
+                     "cannot write into the tensor given: its elements overlap (an expanded "
+                     "view)");
           // Set: its own copy, not the file's tensor.
           out.state.emplace_back(entry.name,
                                  target->defined() ? t.to(target->device()) : t.clone());

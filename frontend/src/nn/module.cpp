@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/tensor_impl.h"
 #include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "kiln/ops.h"
@@ -323,7 +324,7 @@ void Module::check_state_dict(const StateDict& state, bool strict) const {
   for (const auto& [n, t] : state) {
     KILN_CHECK(given.emplace(n, t).second, "load_state_dict: key '", n, "' appears twice");
   }
-  std::vector<std::string> missing, unexpected, mismatched;
+  std::vector<std::string> missing, unexpected, mismatched, unwritable;
   std::set<std::string> own_names;
   for (const auto& [n, t] : own) {
     own_names.insert(n);
@@ -334,6 +335,8 @@ void Module::check_state_dict(const StateDict& state, bool strict) const {
       std::ostringstream m;
       m << n << " (checkpoint " << it->second.shape() << ", model " << t.shape() << ")";
       mismatched.push_back(m.str());
+    } else if (t.defined() && t.impl()->has_internal_overlap()) {
+      unwritable.push_back(n);  // copy_ would refuse it after others were set
     }
   }
   for (const auto& [n, t] : state)
@@ -347,6 +350,9 @@ void Module::check_state_dict(const StateDict& state, bool strict) const {
   if (!mismatched.empty()) problems += " size mismatch for: " + join(mismatched) + ".";
   if (strict && !missing.empty()) problems += " missing keys: " + join(missing) + ".";
   if (strict && !unexpected.empty()) problems += " unexpected keys: " + join(unexpected) + ".";
+  if (!unwritable.empty())
+    problems +=
+        " cannot write into (their elements overlap, an expanded view): " + join(unwritable) + ".";
   KILN_CHECK(problems.empty(), "load_state_dict into ", type_name_, ":", problems);
 }
 

@@ -7,6 +7,9 @@
 #include <kiln/kiln.h>
 #include <cmath>
 #include <limits>
+#include <vector>
+
+#include "support/kiln_test.h"
 
 namespace {
 
@@ -64,6 +67,9 @@ TEST(Autocast, EachListedOpRunsInThePromisedDtype) {
   EXPECT_EQ(matmul(a, b).dtype(), float32);
   EXPECT_EQ(exp(half).dtype(), bfloat16);
   EXPECT_THROW(autocast("cpu", float32), Error);
+  // A backend name nothing answers to is a typo, as in torch.autocast.
+  EXPECT_KILN_ERROR(autocast("cdua", bfloat16), "no loaded backend is named 'cdua'");
+  EXPECT_FALSE(is_autocast_enabled("cdua"));
 }
 
 TEST(Autocast, ResultsMatchFloat32WithinBFloat16Rounding) {
@@ -259,6 +265,13 @@ TEST(GradScaler, StateDictRoundTripsAndRefusesHostileValues) {
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find(key.substr(0, 6)), std::string::npos) << e.what();
     }
+  }
+  // state_dict() writes 0-d values: a scale of shape [1] or [1, 1] is refused.
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{1}, std::vector<int64_t>{1, 1}}) {
+    nn::StateDict d = a.state_dict();
+    for (auto& [name, t] : d)
+      if (name == "scale") t = full(shape, 512.0, TensorOptions(float64));
+    EXPECT_KILN_ERROR(b.load_state_dict(d), "'scale' must be a 0-d floating-point tensor");
   }
   EXPECT_EQ(b.get_scale(), 1024);  // a refused state changes nothing
   nn::StateDict missing = a.state_dict();

@@ -115,6 +115,58 @@ void check_adam(bool decoupled) {
 TEST(Optimizers, Adam) { check_adam(false); }
 TEST(Optimizers, AdamW) { check_adam(true); }
 
+// A complex parameter steps as in PyTorch: as its real and imaginary parts, each with
+// its own state, so it stays equal to a real parameter holding those parts (Adam and
+// SGD with momentum accepted complex parameters and then failed at step(); RMSprop
+// squared the complex gradient). Its state round-trips.
+TEST(Optimizers, ComplexParametersStepAsTheirParts) {
+  using Make = std::function<std::unique_ptr<optim::Optimizer>(const Tensor&)>;
+  const std::vector<std::pair<const char*, Make>> kinds = {
+      {"Adam",
+       [](const Tensor& p) {
+         optim::AdamOptions o(0.1);
+         o.weight_decay(0.05);
+         return std::make_unique<optim::Adam>(std::vector<Tensor>{p}, o);
+       }},
+      {"AdamW",
+       [](const Tensor& p) {
+         return std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, optim::AdamWOptions(0.1));
+       }},
+      {"SGD",
+       [](const Tensor& p) {
+         optim::SGDOptions o(0.1);
+         o.momentum(0.9).weight_decay(0.05);
+         return std::make_unique<optim::SGD>(std::vector<Tensor>{p}, o);
+       }},
+      {"RMSprop",
+       [](const Tensor& p) {
+         optim::RMSpropOptions o(0.01);
+         o.momentum(0.5).centered(true).weight_decay(0.05);
+         return std::make_unique<optim::RMSprop>(std::vector<Tensor>{p}, o);
+       }},
+  };
+  for (const auto& [name, make] : kinds) {
+    SCOPED_TRACE(name);
+    const Tensor start = from_vector<double>({0.5, -1.0, 2.0, 0.25}, {2, 2});
+    Tensor z = view_as_complex(start.clone()).requires_grad_();
+    Tensor r = start.clone().requires_grad_();
+    auto oz = make(z), orr = make(r);
+    for (int step = 0; step < 3; ++step) {
+      const Tensor w = from_vector<double>({1.0 + step, -2.0, 0.5, 3.0 - step}, {2, 2});
+      oz->zero_grad();
+      orr->zero_grad();
+      (view_as_real(z) * w).sum().backward();
+      (r * w).sum().backward();
+      oz->step();
+      orr->step();
+    }
+    EXPECT_EQ(view_as_real(z).detach().to_vector<double>(), r.detach().to_vector<double>());
+    EXPECT_NE(r.detach().to_vector<double>(), start.to_vector<double>());
+    auto again = make(view_as_complex(start.clone()).requires_grad_());
+    EXPECT_NO_THROW(again->load_state_dict(oz->state_dict()));
+  }
+}
+
 TEST(Optimizers, RmspropCenteredWithMomentum) {
   double lr = 0.01, alpha = 0.9, eps = 1e-8, wd = 0.05, mom = 0.5;
   auto p = from_vector<double>(kStart).requires_grad_();
@@ -208,7 +260,12 @@ TEST(Optimizers, BadInput) {
   };
   for (double step : {1e30, -1.0, 2.5, std::nan("")})
     EXPECT_NE(message(full({}, step)).find("step count"), std::string::npos) << step;
-  EXPECT_NE(message(zeros({2})).find("one value"), std::string::npos);
+  // state_dict() writes 0-d counts and rates: a [1] or [1, 1] tensor is no such value.
+  EXPECT_NE(message(zeros({2})).find("0-d tensor"), std::string::npos);
+  EXPECT_NE(message(ones({1})).find("the step count must be a 0-d tensor, got shape [1]"),
+            std::string::npos);
+  EXPECT_KILN_ERROR(opt.load_state_dict({{"param_groups.0.lr", full({1, 1}, 0.1)}}),
+                    "a learning rate must be a 0-d tensor, got shape [1, 1]");
   opt.load_state_dict(
       {{"param_groups.0.lr", lr}, {"state.0.step", full({}, 7.0)}});  // a whole float
 }

@@ -145,6 +145,7 @@ TEST(Schedulers, LoadStateDictRefusesBadEntriesAndChangesNothing) {
       {dict(scalar_tensor(-1, DType::Int64), ok_lrs), "whole number in [0, 9e15], got -1"},
       {dict(scalar_tensor(2.5), ok_lrs), "got 2.5"},
       {dict(zeros({}, complex64), ok_lrs), "key 'last_step': expected real numbers, got complex64"},
+      {dict(full({1}, 3.0), ok_lrs), "key 'last_step': expected a 0-d tensor, got shape [1]"},
       {dict(ok_step, from_vector<double>({-1.0})), "finite and non-negative, got -1"},
       {dict(ok_step, from_vector<double>({std::nan("")})), "finite and non-negative, got nan"},
       {dict(ok_step, from_vector<double>({0.1, 0.2})), "2 base rates for an optimizer with 1"},

@@ -10,6 +10,7 @@
 #include "kiln/amp.h"
 #include "kiln/autograd.h"
 #include "kiln/error.h"
+#include "kiln/runtime.h"
 #include "op_autocast.h"
 #include "runtime/graph_capture.h"
 
@@ -130,6 +131,12 @@ autocast::autocast(std::string device_type, DType dtype, bool enabled)
   KILN_CHECK(dtype == DType::BFloat16 || dtype == DType::Float16,
              "autocast: the dtype must be float16 or bfloat16, got ", dtype);
   KILN_CHECK(!device_type_.empty(), "autocast: expected a backend name (\"cpu\", \"cuda\", ...)");
+  // As torch.autocast: a name no backend answers to (a typo) is refused, not silently a
+  // scope that lowers nothing. Kiln's own "cpu" and "cuda" are accepted where their
+  // plugin did not load (a CUDA program on a machine without a GPU), and then do nothing.
+  KILN_CHECK(device_type_ == "cpu" || device_type_ == "cuda" || device_count(device_type_) > 0,
+             "autocast: no loaded backend is named '", device_type_,
+             "' (kiln-info lists the loaded plugins)");
   auto& s = detail::state();
   detail::BackendSetting& b = s.at(device_type_);
   previous_enabled_ = b.enabled;

@@ -182,8 +182,9 @@ ScalerState parse_state(const nn::StateDict& dict, GradScalerOptions o) {
   auto value = [&](const char* key) {
     for (const auto& [name, t] : dict) {
       if (name != key) continue;
-      KILN_CHECK(t.defined() && t.numel() == 1 && is_floating(t.dtype()),
-                 "GradScaler::load_state_dict: '", key, "' must be one floating-point value");
+      KILN_CHECK(t.defined() && t.dim() == 0 && is_floating(t.dtype()),
+                 "GradScaler::load_state_dict: '", key,
+                 "' must be a 0-d floating-point tensor (as state_dict() writes it)");
       return t.to(DType::Float64).item<double>();
     }
     KILN_FAIL("GradScaler::load_state_dict: the state has no '", key, "'");

@@ -4,6 +4,7 @@
 
 #include "kiln/autograd.h"
 #include "kiln/error.h"
+#include "kiln/ops.h"
 #include "op_attrs.h"
 #include "runtime/graph_capture.h"
 #include "runtime/profiler_hooks.h"
@@ -77,7 +78,15 @@ void Adam::step() {
       } else {
         step_count(p) = t;
       }
-      Tensor gc = g.to(p.dtype());
+      Tensor gc = g.to(p.dtype()), pv = p, mv = m, vv = v;
+      if (is_complex(p.dtype())) {
+        // PyTorch's rule: a complex parameter steps as its real and imaginary parts,
+        // each with its own moments (the kernel sees the view_as_real views).
+        gc = view_as_real(gc.contiguous());
+        pv = view_as_real(p);
+        mv = view_as_real(m);
+        vv = view_as_real(v);
+      }
       detail::dispatch(detail::attrs::adam_step{.lr = o.lr(),
                                                 .beta1 = o.betas().first,
                                                 .beta2 = o.betas().second,
@@ -85,7 +94,7 @@ void Adam::step() {
                                                 .weight_decay = o.weight_decay(),
                                                 .decoupled = decoupled_,
                                                 .step = t},
-                       {gc.impl().get()}, {p.impl().get(), m.impl().get(), v.impl().get()});
+                       {gc.impl().get()}, {pv.impl().get(), mv.impl().get(), vv.impl().get()});
       p.impl()->storage->version++;
     }
   }

@@ -148,7 +148,7 @@ LoadPlan plan_load(const char* optimizer, const std::vector<ParamGroup>& groups,
       if (g >= groups.size())
         fail("no group ", g, ": the optimizer has ", groups.size(), " parameter groups");
       if (!std::isnan(plan.lrs[g])) fail("the learning rate of the group is given twice");
-      if (t.numel() != 1) fail("a learning rate must hold one value, not ", t.numel());
+      if (t.dim() != 0) fail("a learning rate must be a 0-d tensor, got shape ", t.shape());
       if (is_complex(t.dtype())) fail("a learning rate must be a real number, not ", t.dtype());
       const double lr = t.to(DType::Float64).item<double>();
       if (!(std::isfinite(lr) && lr >= 0))
@@ -163,7 +163,7 @@ LoadPlan plan_load(const char* optimizer, const std::vector<ParamGroup>& groups,
       std::string name = key.substr(dot + 1);
       if (name == "step") {
         // A count: one whole, non-negative number (a hostile file may hold 1e30 or NaN).
-        if (t.numel() != 1) fail("the step count must hold one value, not ", t.numel());
+        if (t.dim() != 0) fail("the step count must be a 0-d tensor, got shape ", t.shape());
         if (is_complex(t.dtype())) fail("the step count must be a real number, not ", t.dtype());
         const double step = t.to(DType::Float64).item<double>();
         if (!(step >= 0 && step <= 9.0e15 && step == std::floor(step)))
@@ -189,7 +189,8 @@ LoadPlan plan_load(const char* optimizer, const std::vector<ParamGroup>& groups,
       if (t.numel() > 0 && !t.isfinite().all().item<bool>())
         fail("holds a NaN or infinite value; an optimizer's state must be finite");
       if (kind != kinds.end() && kind->non_negative && t.numel() > 0) {
-        const double least = t.min().to(DType::Float64).item<double>();
+        const Tensor parts = is_complex(t.dtype()) ? view_as_real(t) : t;  // Adam's, per part
+        const double least = parts.min().to(DType::Float64).item<double>();
         if (least < 0)
           fail("holds ", least, ", but it is a running mean of squares and cannot be negative");
       }

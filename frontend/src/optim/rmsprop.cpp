@@ -48,27 +48,33 @@ void RMSprop::step() {
                                      "RMSprop cannot be captured yet (Adam and SGD can)");
   for (auto& group : param_groups()) {
     const auto& o = static_cast<const RMSpropOptions&>(*group.options);
-    for (auto& p : group.params) {
-      Tensor g = p.grad();
+    for (auto& param : group.params) {
+      Tensor g = param.grad();
       if (!g.defined()) continue;
-      g = g.to(p.dtype());
+      // PyTorch's rule: a complex parameter steps as its real and imaginary parts, each
+      // with its own averages (the state stays complex, seen through view_as_real).
+      auto parts = [&](const Tensor& t) { return is_complex(t.dtype()) ? view_as_real(t) : t; };
+      auto state_of = [&](const char* name) {
+        Tensor& s = state(param, name);
+        if (!s.defined()) s = zeros_like(param);
+        return parts(s);
+      };
+      Tensor p = parts(param);  // sub_ below writes the parameter's memory
+      g = parts(g.to(param.dtype()).contiguous());
       if (o.weight_decay() != 0) g = g + p * o.weight_decay();
-      Tensor& sq = state(p, "square_avg");
-      if (!sq.defined()) sq = zeros_like(p);
-      ++step_count(p);
+      Tensor sq = state_of("square_avg");
+      ++step_count(param);
       sq.mul_(o.alpha()).add_(g * g * (1 - o.alpha()));
       Tensor avg;
       if (o.centered()) {
-        Tensor& ga = state(p, "grad_avg");
-        if (!ga.defined()) ga = zeros_like(p);
+        Tensor ga = state_of("grad_avg");
         ga.mul_(o.alpha()).add_(g * (1 - o.alpha()));
         avg = (sq - ga * ga).sqrt() + o.eps();
       } else {
         avg = sq.sqrt() + o.eps();
       }
       if (o.momentum() > 0) {
-        Tensor& buf = state(p, "momentum_buffer");
-        if (!buf.defined()) buf = zeros_like(p);
+        Tensor buf = state_of("momentum_buffer");
         buf.mul_(o.momentum()).add_(g / avg);
         p.sub_(buf * o.lr());
       } else {

@@ -47,7 +47,7 @@ SchedulerState parse_state(const nn::StateDict& dict, size_t groups) {
     KILN_CHECK(!is_complex(t.dtype()), where(), ": expected real numbers, got ", t.dtype());
     const std::vector<double> values = t.to(DType::Float64).to_vector<double>();
     if (key == "last_step") {
-      KILN_CHECK(values.size() == 1, where(), ": expected one value, got ", values.size());
+      KILN_CHECK(t.dim() == 0, where(), ": expected a 0-d tensor, got shape ", t.shape());
       const double v = values[0];
       KILN_CHECK(v >= 0 && v <= 9.0e15 && v == std::floor(v), where(),
                  ": the step must be a whole number in [0, 9e15], got ", v);

@@ -4,6 +4,7 @@
 
 #include "kiln/autograd.h"
 #include "kiln/error.h"
+#include "kiln/ops.h"
 #include "op_attrs.h"
 #include "ops/pointwise.h"
 #include "runtime/graph_capture.h"
@@ -69,7 +70,12 @@ void SGD::step() {
                       "warm-up step before capturing");
       Tensor& buf = state(p, "momentum_buffer");
       if (first) buf = empty_like(p);
-      Tensor gc = g.to(p.dtype());
+      Tensor gc = g.to(p.dtype()), pv = p, bv = buf;
+      if (is_complex(p.dtype())) {  // the kernel steps the real and imaginary parts
+        gc = view_as_real(gc.contiguous());
+        pv = view_as_real(p);
+        bv = view_as_real(buf);
+      }
       if (capture)
         graph::patch_next(
             *capture, "kiln.sgd_step",
@@ -81,7 +87,7 @@ void SGD::step() {
                                                .weight_decay = o.weight_decay(),
                                                .nesterov = o.nesterov(),
                                                .first_step = first},
-                       {gc.impl().get()}, {p.impl().get(), buf.impl().get()});
+                       {gc.impl().get()}, {pv.impl().get(), bv.impl().get()});
       p.impl()->storage->version++;
     }
   }
